@@ -1,0 +1,75 @@
+package io.kvstore.catalog;
+
+import io.kvstore.tier.TierId;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongSupplier;
+
+/**
+ * Every block kvstore holds, by key. A lookup walks a prompt's chained keys and stops at the first
+ * that no tier holds: because each key covers its whole prefix, the blocks before it are exactly the
+ * cached prefix. Time is linear in the matched length; no lock is taken beyond each entry's own.
+ */
+public final class Catalog {
+
+    private final ConcurrentHashMap<BlockKey, CatalogEntry> entries = new ConcurrentHashMap<>();
+    private final LongSupplier clockMillis;
+
+    public Catalog(LongSupplier clockMillis) {
+        this.clockMillis = clockMillis;
+    }
+
+    public CatalogEntry get(BlockKey key) {
+        return entries.get(key);
+    }
+
+    /** The live entry for a key, creating it (with no tier yet) when absent or dead. */
+    public CatalogEntry entryFor(BlockKey key, BlockHash parent, int length, int crc32c) {
+        return entries.compute(key, (k, existing) -> existing != null && !existing.dead()
+                ? existing
+                : new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
+    }
+
+    /** Removes the entry if it is still the one mapped and has no copy left. */
+    public void removeIfDead(CatalogEntry entry) {
+        if (entry.dieIfEmpty()) {
+            entries.remove(entry.key(), entry);
+        }
+    }
+
+    /**
+     * The longest resident prefix of {@code hashes} in {@code namespace}; every matched block counts as
+     * accessed.
+     */
+    public LookupResult lookup(String namespace, List<BlockHash> hashes) {
+        List<BlockKey> keys = new ArrayList<>();
+        List<TierId> tiers = new ArrayList<>();
+        long now = clockMillis.getAsLong();
+        for (BlockHash hash : hashes) {
+            BlockKey key = new BlockKey(namespace, hash);
+            CatalogEntry entry = entries.get(key);
+            TierId tier = entry == null ? null : entry.fastestTier();
+            if (tier == null) {
+                break;
+            }
+            entry.touch(now);
+            keys.add(key);
+            tiers.add(tier);
+        }
+        return new LookupResult(keys, tiers);
+    }
+
+    public void touch(CatalogEntry entry) {
+        entry.touch(clockMillis.getAsLong());
+    }
+
+    public int size() {
+        return entries.size();
+    }
+
+    public Collection<CatalogEntry> entries() {
+        return entries.values();
+    }
+}

@@ -1,0 +1,252 @@
+package io.kvstore.catalog;
+
+import io.kvstore.tier.TierId;
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * What the catalog knows of one block: its parent, size and checksum, which tiers hold a readable copy,
+ * and who holds it in place (pins, leases, readers in flight).
+ *
+ * <p>All state changes happen under the entry's own monitor and are short; there is no lock wider
+ * than one block. A tier bit is set only after the tier holds the complete, checksummed bytes, and
+ * cleared before the tier frees them, so a reader that saw the bit under the monitor and registered
+ * as a reader can copy without further locking. An entry whose last tier bit is cleared is
+ * {@code dead} and leaves the catalog; a writer that finds its entry dead starts over with a new one.
+ */
+public final class CatalogEntry {
+
+    private final BlockKey key;
+    private final BlockHash parent;
+    private final int length;
+    private final int crc32c;
+    private final long createdMillis;
+
+    private int tiers;
+    private int pins;
+    private int leases;
+    private int readers;
+    private int moving;
+    private boolean dead;
+    private volatile long lastAccessMillis;
+    private volatile long accessCount;
+
+    public CatalogEntry(BlockKey key, BlockHash parent, int length, int crc32c, long nowMillis) {
+        this.key = key;
+        this.parent = parent;
+        this.length = length;
+        this.crc32c = crc32c;
+        this.createdMillis = nowMillis;
+        this.lastAccessMillis = nowMillis;
+    }
+
+    public BlockKey key() {
+        return key;
+    }
+
+    /** The parent's hash, or null for the first block of a prompt. */
+    public BlockHash parent() {
+        return parent;
+    }
+
+    /** The parent's key in the same namespace, or null. */
+    public BlockKey parentKey() {
+        return parent == null ? null : new BlockKey(key.namespace(), parent);
+    }
+
+    public int length() {
+        return length;
+    }
+
+    public int crc32c() {
+        return crc32c;
+    }
+
+    public long createdMillis() {
+        return createdMillis;
+    }
+
+    public long lastAccessMillis() {
+        return lastAccessMillis;
+    }
+
+    public long accessCount() {
+        return accessCount;
+    }
+
+    void touch(long nowMillis) {
+        lastAccessMillis = nowMillis;
+        accessCount++; // racy increments may be lost; the count is advisory
+    }
+
+    public synchronized boolean resident() {
+        return tiers != 0;
+    }
+
+    public synchronized boolean residentIn(TierId tier) {
+        return (tiers & bit(tier)) != 0;
+    }
+
+    /** The fastest tier holding a copy, or null. */
+    public synchronized TierId fastestTier() {
+        return tiers == 0 ? null : TierId.values()[Integer.numberOfTrailingZeros(tiers)];
+    }
+
+    public synchronized Set<TierId> tiers() {
+        EnumSet<TierId> set = EnumSet.noneOf(TierId.class);
+        for (TierId t : TierId.values()) {
+            if ((tiers & bit(t)) != 0) {
+                set.add(t);
+            }
+        }
+        return set;
+    }
+
+    public synchronized int pins() {
+        return pins;
+    }
+
+    public synchronized int leases() {
+        return leases;
+    }
+
+    public synchronized boolean dead() {
+        return dead;
+    }
+
+    /** Makes the copy in {@code tier} visible; false when the entry died meanwhile (the caller retries). */
+    public synchronized boolean addTier(TierId tier) {
+        if (dead) {
+            return false;
+        }
+        tiers |= bit(tier);
+        return true;
+    }
+
+    /**
+     * Registers a reader of the fastest tier holding the block, at or below {@code from}.
+     *
+     * @return that tier, or null when no tier holds it
+     */
+    public synchronized TierId beginRead(TierId from) {
+        int mask = tiers & ~((1 << from.ordinal()) - 1);
+        if (mask == 0) {
+            return null;
+        }
+        readers++;
+        return TierId.values()[Integer.numberOfTrailingZeros(mask)];
+    }
+
+    public synchronized void endRead() {
+        readers--;
+    }
+
+    /** Whether eviction may move the block out of {@code tier} now. */
+    public synchronized boolean evictableFrom(TierId tier) {
+        return (tiers & bit(tier)) != 0 && pins == 0 && leases == 0 && readers == 0 && moving == 0;
+    }
+
+    /**
+     * Claims the block for moving out of {@code tier}: it must be evictable; the mover counts as a reader
+     * of that tier until {@link #finishMove}.
+     */
+    public synchronized boolean claimMove(TierId tier) {
+        if (!evictableFrom(tier)) {
+            return false;
+        }
+        moving++;
+        readers++;
+        return true;
+    }
+
+    /**
+     * Ends a move out of {@code from}: records the copy in {@code copiedTo} (may be null) and drops
+     * {@code from} unless someone pinned, leased or began reading the block meanwhile.
+     *
+     * @return true when {@code from} was dropped and its slot may be freed
+     */
+    public synchronized boolean finishMove(TierId from, TierId copiedTo) {
+        moving--;
+        readers--;
+        if (copiedTo != null) {
+            tiers |= bit(copiedTo);
+        }
+        if (pins > 0 || leases > 0 || readers > 0) {
+            return false;
+        }
+        tiers &= ~bit(from);
+        if (tiers == 0) {
+            dead = true;
+        }
+        return true;
+    }
+
+    /**
+     * Drops the copy in {@code tier} at once (a failed checksum, a delete). Readers already copying keep
+     * reading; the caller waits for them before freeing the slot.
+     *
+     * @return true when the tier held it
+     */
+    public synchronized boolean dropTier(TierId tier) {
+        boolean had = (tiers & bit(tier)) != 0;
+        tiers &= ~bit(tier);
+        if (tiers == 0) {
+            dead = true;
+        }
+        return had;
+    }
+
+    /** Drops every tier; the entry is dead afterwards. Returns the tiers it was in. */
+    public synchronized Set<TierId> dropAll() {
+        Set<TierId> had = tiers();
+        tiers = 0;
+        dead = true;
+        return had;
+    }
+
+    public synchronized int readers() {
+        return readers;
+    }
+
+    public synchronized boolean pin() {
+        if (tiers == 0) {
+            return false;
+        }
+        pins++;
+        return true;
+    }
+
+    public synchronized boolean unpin() {
+        if (pins == 0) {
+            return false;
+        }
+        pins--;
+        return true;
+    }
+
+    public synchronized boolean lease() {
+        if (tiers == 0) {
+            return false;
+        }
+        leases++;
+        return true;
+    }
+
+    public synchronized void release() {
+        if (leases > 0) {
+            leases--;
+        }
+    }
+
+    /** Marks a block with no copy left dead so it can leave the catalog; false if it still has one. */
+    public synchronized boolean dieIfEmpty() {
+        if (tiers == 0) {
+            dead = true;
+        }
+        return dead;
+    }
+
+    private static int bit(TierId tier) {
+        return 1 << tier.ordinal();
+    }
+}

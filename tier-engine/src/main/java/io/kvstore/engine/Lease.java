@@ -1,0 +1,13 @@
+package io.kvstore.engine;
+
+import io.kvstore.catalog.BlockKey;
+import java.time.Instant;
+import java.util.List;
+
+/** Blocks held in place for one engine until released or until {@code expiresAt}. */
+public record Lease(String id, List<BlockKey> blocks, Instant expiresAt) {
+
+    public Lease {
+        blocks = List.copyOf(blocks);
+    }
+}

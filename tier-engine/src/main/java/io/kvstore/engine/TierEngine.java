@@ -1,0 +1,703 @@
+package io.kvstore.engine;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.catalog.LookupResult;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.eviction.TierPolicy;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockRecord;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.Checksums;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.MemoryTier;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The block manager: stores, finds and returns blocks across the configured tiers, moving them down
+ * when a tier passes its high watermark and up on a hit where a tier asks for it.
+ *
+ * <p>Ownership: each {@link BlockTier} owns its bytes, the {@link Catalog} owns which tiers hold a
+ * readable copy, each {@link TierPolicy} owns the order of eviction. A block becomes visible only after
+ * its bytes are complete in a tier (tier write, then catalog bit), and a tier frees a slot only after
+ * the bit is cleared and no reader is left, so a lookup or read never sees a half-written or reused
+ * slot. Every read is checked against the CRC32C taken when the block was stored; a copy that fails is
+ * dropped and the next slower copy, if any, is served.
+ */
+public final class TierEngine implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(TierEngine.class);
+    private static final long READER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+
+    private final TreeMap<TierId, BlockTier> tiers = new TreeMap<>();
+    private final EnumMap<TierId, TierPolicy> policies = new EnumMap<>(TierId.class);
+    private final Map<TierId, TierSettings> settings = new ConcurrentHashMap<>();
+    private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
+    private final Catalog catalog;
+    private final EngineEvents events;
+    private final Clock clock;
+    private final Duration defaultLeaseTimeout;
+    private final Map<String, Lease> leases = new ConcurrentHashMap<>();
+    private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
+    private final ExecutorService mover;
+    private final ScheduledExecutorService leaseSweeper;
+
+    /**
+     * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
+     * @param defaultLeaseTimeout how long a lease holds blocks when the caller names no timeout
+     */
+    public TierEngine(Collection<? extends BlockTier> tierList, Map<TierId, TierSettings> tierSettings,
+            Duration defaultLeaseTimeout, EngineEvents events, Clock clock) {
+        if (tierList.isEmpty()) {
+            throw new IllegalArgumentException("at least one tier is required");
+        }
+        for (BlockTier tier : tierList) {
+            if (tiers.put(tier.id(), tier) != null) {
+                throw new IllegalArgumentException("tier " + tier.id() + " configured twice");
+            }
+        }
+        this.clock = clock;
+        this.events = events;
+        this.defaultLeaseTimeout = defaultLeaseTimeout;
+        this.catalog = new Catalog(clock::millis);
+        Function<BlockKey, BlockKey> parentOf = key -> {
+            CatalogEntry entry = catalog.get(key);
+            return entry == null ? null : entry.parentKey();
+        };
+        for (TierId id : tiers.keySet()) {
+            TierSettings s = tierSettings.getOrDefault(id, TierSettings.DEFAULT);
+            settings.put(id, s);
+            policies.put(id, new TierPolicy(s.policy(), parentOf));
+            demotionQueued.put(id, new AtomicBoolean());
+        }
+        this.mover = Executors.newSingleThreadExecutor(Thread.ofPlatform().name("kvstore-mover").daemon().factory());
+        this.leaseSweeper = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().name("kvstore-lease-sweeper").daemon().factory());
+        recover();
+        long sweepMillis = Math.max(50, Math.min(1000, defaultLeaseTimeout.toMillis() / 4));
+        leaseSweeper.scheduleWithFixedDelay(this::expireLeases, sweepMillis, sweepMillis, TimeUnit.MILLISECONDS);
+    }
+
+    private void recover() {
+        for (BlockTier tier : tiers.values()) {
+            List<BlockRecord> records = tier.recovered();
+            for (BlockRecord r : records) {
+                CatalogEntry entry = catalog.entryFor(r.key(), r.parent(), r.length(), r.crc32c());
+                entry.addTier(tier.id());
+                policies.get(tier.id()).onInsert(r.key(), entry.parentKey());
+            }
+            if (!records.isEmpty()) {
+                log.info("tier {}: {} blocks back in the catalog after restart", tier.id(), records.size());
+            }
+        }
+    }
+
+    // ---- lookup -------------------------------------------------------------------------------
+
+    /** The longest cached prefix of {@code hashes} in {@code namespace}, with each block's fastest tier. */
+    public LookupResult lookup(String namespace, List<BlockHash> hashes) {
+        LookupResult result = catalog.lookup(namespace, hashes);
+        for (int i = 0; i < result.matchedBlocks(); i++) {
+            policies.get(result.tiers().get(i)).recordAccess(result.blocks().get(i));
+        }
+        return result;
+    }
+
+    public CatalogEntry entry(BlockKey key) {
+        return catalog.get(key);
+    }
+
+    // ---- store --------------------------------------------------------------------------------
+
+    /** Stores a block in the fastest configured tier. */
+    public TierId put(BlockKey key, BlockHash parent, MemorySegment bytes) throws IOException {
+        return put(key, parent, bytes, tiers.firstKey());
+    }
+
+    /**
+     * Stores {@code bytes} under {@code key} in {@code target}, evicting by policy to make room. Storing a
+     * key that is already resident is a no-op returning the tier that holds it.
+     *
+     * @throws TierFullException when nothing more can be evicted (everything pinned, leased or being read)
+     */
+    public TierId put(BlockKey key, BlockHash parent, MemorySegment bytes, TierId target) throws IOException {
+        BlockTier tier = tier(target);
+        if (bytes.byteSize() <= 0 || bytes.byteSize() > Integer.MAX_VALUE) {
+            throw new IllegalArgumentException("block " + key + " has " + bytes.byteSize() + " bytes");
+        }
+        int crc = Checksums.crc32c(bytes);
+        int length = (int) bytes.byteSize();
+        for (int attempt = 0; ; attempt++) {
+            CatalogEntry entry = catalog.entryFor(key, parent, length, crc);
+            TierId holder = entry.fastestTier();
+            if (holder != null) {
+                if (entry.length() != length || entry.crc32c() != crc) {
+                    throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
+                            + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
+                }
+                return holder;
+            }
+            BlockRecord record = new BlockRecord(key, parent, length, crc);
+            try {
+                writeWithRoom(tier, record, bytes);
+            } catch (IOException | RuntimeException e) {
+                catalog.removeIfDead(entry);
+                throw e;
+            }
+            if (entry.addTier(target)) {
+                policies.get(target).onInsert(key, entry.parentKey());
+                afterInsert(target);
+                return target;
+            }
+            // The entry died while we wrote (a concurrent failed put); publish under a fresh entry.
+            if (attempt > 3) {
+                tier.delete(key);
+                throw new IllegalStateException("block " + key + " could not be published after concurrent removals");
+            }
+        }
+    }
+
+    private void writeWithRoom(BlockTier tier, BlockRecord record, MemorySegment bytes) throws IOException {
+        while (true) {
+            try {
+                tier.write(record, bytes);
+                return;
+            } catch (TierFullException full) {
+                if (!evictOne(tier.id(), record.length())) {
+                    throw full;
+                }
+            }
+        }
+    }
+
+    private void afterInsert(TierId id) {
+        BlockTier tier = tiers.get(id);
+        TierSettings s = settings.get(id);
+        if (tier.usedBytes() > s.highWatermark() * tier.capacityBytes()
+                && demotionQueued.get(id).compareAndSet(false, true)) {
+            mover.execute(() -> {
+                demotionQueued.get(id).set(false);
+                demoteToLowWatermark(id);
+            });
+        }
+    }
+
+    /** Moves blocks out of {@code id} by policy until it is at or below its low watermark. */
+    public void demoteToLowWatermark(TierId id) {
+        BlockTier tier = tiers.get(id);
+        int budget = tier.blockCount() * 2 + 16;
+        while (tier.usedBytes() > settings.get(id).lowWatermark() * tier.capacityBytes() && budget-- > 0) {
+            if (!evictOne(id, 0)) {
+                break;
+            }
+        }
+    }
+
+    // ---- eviction and demotion ----------------------------------------------------------------
+
+    /**
+     * Moves one block out of {@code id} by its policy: down to the next configured tier when there is
+     * one, else dropped. Blocks of {@code preferLength} go first, so the freed slot fits the waiting put.
+     *
+     * @return false when no block can be evicted
+     */
+    private boolean evictOne(TierId id, int preferLength) {
+        TierPolicy policy = policies.get(id);
+        BlockKey victim = preferLength > 0
+                ? policy.nextVictim(k -> evictable(k, id) && lengthOf(k) == preferLength)
+                : null;
+        if (victim == null) {
+            victim = policy.nextVictim(k -> evictable(k, id));
+        }
+        if (victim == null) {
+            return false;
+        }
+        moveOut(id, victim);
+        return true;
+    }
+
+    /**
+     * Moves {@code victim} out of tier {@code id}: copied down to the next configured tier when there is
+     * one (and it is not there already), then its slot in {@code id} is freed, unless someone pinned,
+     * leased or began reading it meanwhile, in which case both copies stay.
+     */
+    private void moveOut(TierId id, BlockKey victim) {
+        TierPolicy policy = policies.get(id);
+        CatalogEntry entry = catalog.get(victim);
+        if (entry == null || !entry.residentIn(id)) {
+            policy.onRemove(victim);
+            return;
+        }
+        if (!entry.claimMove(id)) {
+            return;
+        }
+        TierId below = configuredBelow(id);
+        TierId copiedTo = null;
+        boolean newCopy = false;
+        try {
+            if (below != null) {
+                if (!entry.residentIn(below)) {
+                    copyDown(entry, id, below);
+                    newCopy = true;
+                }
+                copiedTo = below;
+            }
+        } catch (ChecksumMismatchException corrupt) {
+            entry.dropTier(id);
+            events.checksumFailed(id, victim);
+            log.warn("dropped corrupt copy of {} in tier {} during demotion", victim, id);
+        } catch (IOException | RuntimeException e) {
+            log.warn("could not demote {} from {} to {}: {}; dropping it from {}", victim, id, below, e.getMessage(), id);
+        }
+        boolean freed = entry.finishMove(id, copiedTo);
+        if (newCopy) {
+            policies.get(below).onInsert(victim, entry.parentKey());
+            events.demoted(id, below, entry.length());
+        }
+        if (freed || !entry.residentIn(id)) {
+            tiers.get(id).delete(victim);
+            policy.onRemove(victim);
+            events.evicted(id, policy.kind(), entry.length());
+            catalog.removeIfDead(entry);
+        }
+        if (newCopy) {
+            afterInsert(below);
+        }
+    }
+
+    private boolean evictable(BlockKey key, TierId id) {
+        CatalogEntry entry = catalog.get(key);
+        return entry == null || entry.evictableFrom(id);
+    }
+
+    private int lengthOf(BlockKey key) {
+        CatalogEntry entry = catalog.get(key);
+        return entry == null ? -1 : entry.length();
+    }
+
+    private void copyDown(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
+        long start = System.nanoTime();
+        if (tiers.get(from) instanceof MemoryTier memory) {
+            writeWithRoom(tiers.get(to), record, memory.verifiedView(entry.key()));
+        } else {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment buffer = arena.allocate(entry.length(), 4096);
+                tiers.get(from).read(entry.key(), buffer);
+                writeWithRoom(tiers.get(to), record, buffer);
+            }
+        }
+        events.moved(from, to, entry.length(), System.nanoTime() - start);
+    }
+
+    private TierId configuredBelow(TierId id) {
+        return tiers.higherKey(id);
+    }
+
+    private TierId configuredAbove(TierId id) {
+        return tiers.lowerKey(id);
+    }
+
+    /**
+     * Evicts from {@code id} by policy until {@code maxBlocks} blocks or {@code maxBytes} bytes have left
+     * (whichever comes first; a non-positive limit is no limit), moving them down where a tier is below.
+     */
+    public EvictionReport evict(TierId id, long maxBytes, int maxBlocks) {
+        tier(id);
+        BlockTier tier = tiers.get(id);
+        int blocks = 0;
+        long bytes = 0;
+        int budget = tier.blockCount() * 2 + 16;
+        while ((maxBlocks <= 0 || blocks < maxBlocks) && (maxBytes <= 0 || bytes < maxBytes) && budget-- > 0) {
+            int before = tier.blockCount();
+            long used = tier.usedBytes();
+            if (!evictOne(id, 0)) {
+                break;
+            }
+            if (tier.blockCount() < before) {
+                blocks += before - tier.blockCount();
+                bytes += used - tier.usedBytes();
+            }
+            if (maxBlocks <= 0 && maxBytes <= 0) {
+                break;
+            }
+        }
+        return new EvictionReport(blocks, bytes);
+    }
+
+    /** Evicts every evictable block of {@code namespace} from tier {@code id}, moving them down. */
+    public EvictionReport evictNamespace(TierId id, String namespace) {
+        BlockTier tier = tier(id);
+        TierPolicy policy = policies.get(id);
+        int blocks = 0;
+        long bytes = 0;
+        int budget = tier.blockCount() * 2 + 16;
+        BlockKey victim;
+        while (budget-- > 0
+                && (victim = policy.nextVictim(k -> k.namespace().equals(namespace) && evictable(k, id))) != null) {
+            int before = tier.blockCount();
+            long used = tier.usedBytes();
+            moveOut(id, victim);
+            blocks += before - tier.blockCount();
+            bytes += used - tier.usedBytes();
+        }
+        return new EvictionReport(blocks, bytes);
+    }
+
+    // ---- read ---------------------------------------------------------------------------------
+
+    /**
+     * Copies the block into {@code dst} from the fastest tier holding a good copy.
+     *
+     * @return the block's record (its length is the number of bytes written to {@code dst})
+     * @throws BlockNotFoundException when no tier holds a good copy
+     */
+    public BlockRecord get(BlockKey key, MemorySegment dst) throws IOException {
+        return read(key, (tier, record, view) -> {
+            MemorySegment.copy(view, 0, dst, 0, record.length());
+            return record;
+        }, dst);
+    }
+
+    /** Receives a block's verified bytes; the view is valid only during the call. */
+    @FunctionalInterface
+    public interface BlockReader<T> {
+        T read(TierId tier, BlockRecord record, MemorySegment bytes) throws IOException;
+    }
+
+    /**
+     * Hands the block's verified bytes to {@code reader} without copying when the block is in a memory
+     * tier (the slot stays held for the call); from slower tiers it is read into a temporary buffer.
+     */
+    public <T> T read(BlockKey key, BlockReader<T> reader) throws IOException {
+        return read(key, reader, null);
+    }
+
+    private <T> T read(BlockKey key, BlockReader<T> reader, MemorySegment dst) throws IOException {
+        CatalogEntry entry = catalog.get(key);
+        if (entry == null) {
+            throw new BlockNotFoundException("no block " + key);
+        }
+        TierId from = tiers.firstKey();
+        while (true) {
+            TierId tierId = entry.beginRead(from);
+            if (tierId == null) {
+                throw new BlockNotFoundException("no good copy of block " + key + " is left");
+            }
+            BlockTier tier = tiers.get(tierId);
+            boolean held = true;
+            try {
+                BlockRecord record = new BlockRecord(key, entry.parent(), entry.length(), entry.crc32c());
+                T result;
+                if (tier instanceof MemoryTier memory) {
+                    result = reader.read(tierId, record, memory.verifiedView(key));
+                } else if (dst != null && dst.byteSize() >= entry.length()) {
+                    tier.read(key, dst);
+                    result = reader.read(tierId, record, dst.asSlice(0, entry.length()));
+                } else {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment buffer = arena.allocate(entry.length(), 4096);
+                        tier.read(key, buffer);
+                        result = reader.read(tierId, record, buffer);
+                    }
+                }
+                entry.endRead();
+                held = false;
+                catalog.touch(entry);
+                policies.get(tierId).recordAccess(key);
+                maybePromote(entry, tierId);
+                return result;
+            } catch (ChecksumMismatchException corrupt) {
+                entry.endRead();
+                held = false;
+                dropCorrupt(entry, tierId);
+                TierId next = configuredBelow(tierId);
+                if (next == null) {
+                    throw corrupt;
+                }
+                from = next;
+            } finally {
+                if (held) {
+                    entry.endRead();
+                }
+            }
+        }
+    }
+
+    private void dropCorrupt(CatalogEntry entry, TierId tierId) {
+        events.checksumFailed(tierId, entry.key());
+        log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
+        if (entry.dropTier(tierId)) {
+            awaitNoReaders(entry);
+            tiers.get(tierId).delete(entry.key());
+            policies.get(tierId).onRemove(entry.key());
+        }
+        catalog.removeIfDead(entry);
+    }
+
+    private void maybePromote(CatalogEntry entry, TierId hitTier) {
+        TierId above = configuredAbove(hitTier);
+        if (above == null || !settings.get(above).promoteOnHit() || !promotionsQueued.add(entry.key())) {
+            return;
+        }
+        mover.execute(() -> {
+            try {
+                promote(entry, hitTier, above);
+            } catch (IOException | RuntimeException e) {
+                log.debug("promotion of {} to {} skipped: {}", entry.key(), above, e.getMessage());
+            } finally {
+                promotionsQueued.remove(entry.key());
+            }
+        });
+    }
+
+    private void promote(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        if (entry.residentIn(to) || entry.dead()) {
+            return;
+        }
+        BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
+        long start = System.nanoTime();
+        boolean written = read(entry.key(), (tier, rec, bytes) -> {
+            if (tier != from) {
+                return false;
+            }
+            writeWithRoom(tiers.get(to), record, bytes);
+            return true;
+        });
+        if (!written) {
+            return;
+        }
+        if (entry.addTier(to)) {
+            policies.get(to).onInsert(entry.key(), entry.parentKey());
+            events.promoted(from, to, entry.length());
+            events.moved(from, to, entry.length(), System.nanoTime() - start);
+            afterInsert(to);
+        } else {
+            tiers.get(to).delete(entry.key());
+        }
+    }
+
+    // ---- delete -------------------------------------------------------------------------------
+
+    /** Removes the block from every tier; false when it was not held. Pinned or leased blocks are refused. */
+    public boolean delete(BlockKey key) {
+        CatalogEntry entry = catalog.get(key);
+        if (entry == null) {
+            return false;
+        }
+        if (entry.pins() > 0 || entry.leases() > 0) {
+            throw new IllegalStateException("block " + key + " is pinned or leased and cannot be deleted");
+        }
+        Set<TierId> had = entry.dropAll();
+        awaitNoReaders(entry);
+        for (TierId t : had) {
+            tiers.get(t).delete(key);
+            policies.get(t).onRemove(key);
+        }
+        catalog.removeIfDead(entry);
+        return !had.isEmpty();
+    }
+
+    /** Removes every unpinned, unleased block of a namespace; returns how many were removed. */
+    public int deleteNamespace(String namespace) {
+        int removed = 0;
+        for (CatalogEntry entry : catalog.entries()) {
+            if (entry.key().namespace().equals(namespace) && entry.pins() == 0 && entry.leases() == 0
+                    && delete(entry.key())) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    private static void awaitNoReaders(CatalogEntry entry) {
+        long deadline = System.nanoTime() + READER_WAIT_NANOS;
+        while (entry.readers() > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("block " + entry.key() + " still has readers after 30 s");
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+    }
+
+    // ---- pins and leases ----------------------------------------------------------------------
+
+    /** Pins the resident blocks among {@code keys} so no policy evicts or moves them; returns how many. */
+    public int pin(List<BlockKey> keys) {
+        int n = 0;
+        for (BlockKey key : keys) {
+            CatalogEntry entry = catalog.get(key);
+            if (entry != null && entry.pin()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    public int unpin(List<BlockKey> keys) {
+        int n = 0;
+        for (BlockKey key : keys) {
+            CatalogEntry entry = catalog.get(key);
+            if (entry != null && entry.unpin()) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    /**
+     * Leases the leading resident blocks of {@code keys} (stopping at the first that is not resident)
+     * until released or until {@code timeout} passes.
+     */
+    public Lease lease(List<BlockKey> keys, Duration timeout) {
+        List<BlockKey> held = new ArrayList<>(keys.size());
+        for (BlockKey key : keys) {
+            CatalogEntry entry = catalog.get(key);
+            if (entry == null || !entry.lease()) {
+                break;
+            }
+            held.add(key);
+        }
+        Lease lease = new Lease(UUID.randomUUID().toString(), held,
+                clock.instant().plus(timeout == null ? defaultLeaseTimeout : timeout));
+        leases.put(lease.id(), lease);
+        return lease;
+    }
+
+    /** Releases a lease; false when it is unknown (already released or expired). */
+    public boolean release(String leaseId) {
+        Lease lease = leases.remove(leaseId);
+        if (lease == null) {
+            return false;
+        }
+        for (BlockKey key : lease.blocks()) {
+            CatalogEntry entry = catalog.get(key);
+            if (entry != null) {
+                entry.release();
+            }
+        }
+        return true;
+    }
+
+    public Lease leaseById(String leaseId) {
+        return leases.get(leaseId);
+    }
+
+    public int activeLeases() {
+        return leases.size();
+    }
+
+    private void expireLeases() {
+        try {
+            var now = clock.instant();
+            int expired = 0;
+            for (Lease lease : leases.values()) {
+                if (lease.expiresAt().isBefore(now) && release(lease.id())) {
+                    expired++;
+                }
+            }
+            if (expired > 0) {
+                log.info("{} lease(s) expired and released their blocks", expired);
+            }
+        } catch (RuntimeException e) {
+            log.error("lease sweep failed", e);
+        }
+    }
+
+    // ---- administration -----------------------------------------------------------------------
+
+    public void setPolicy(TierId id, EvictionPolicyKind kind) {
+        tier(id);
+        policies.get(id).switchTo(kind);
+        settings.compute(id, (k, s) -> s.withPolicy(kind));
+        log.info("tier {}: eviction policy is now {}", id, kind);
+    }
+
+    public void setWatermarks(TierId id, double high, double low) {
+        tier(id);
+        settings.compute(id, (k, s) -> s.withWatermarks(high, low));
+        log.info("tier {}: watermarks now high {} low {}", id, high, low);
+        afterInsert(id);
+    }
+
+    public TierSettings settings(TierId id) {
+        tier(id);
+        return settings.get(id);
+    }
+
+    public List<TierStats> stats() {
+        List<TierStats> out = new ArrayList<>();
+        for (BlockTier t : tiers.values()) {
+            out.add(new TierStats(t.id(), t.provider(), t instanceof MemoryTier m && m.emulated(),
+                    t.capacityBytes(), t.usedBytes(), t.blockCount(), settings.get(t.id())));
+        }
+        return out;
+    }
+
+    public Set<TierId> tierIds() {
+        return tiers.keySet();
+    }
+
+    public BlockTier tier(TierId id) {
+        BlockTier tier = tiers.get(id);
+        if (tier == null) {
+            throw new IllegalArgumentException("tier " + id + " is not configured; configured: " + tiers.keySet());
+        }
+        return tier;
+    }
+
+    public int blockCount() {
+        return catalog.size();
+    }
+
+    /** Waits until queued demotions and promotions have run (for tests and orderly shutdown). */
+    public void awaitMoves() {
+        try {
+            mover.submit(() -> { }).get(60, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new IllegalStateException("background moves did not finish", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        leaseSweeper.shutdownNow();
+        mover.shutdown();
+        try {
+            if (!mover.awaitTermination(30, TimeUnit.SECONDS)) {
+                mover.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        for (BlockTier tier : tiers.values()) {
+            tier.close();
+        }
+    }
+}

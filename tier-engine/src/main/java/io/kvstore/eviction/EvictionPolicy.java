@@ -1,0 +1,34 @@
+package io.kvstore.eviction;
+
+import io.kvstore.catalog.BlockKey;
+import java.util.List;
+import java.util.function.Predicate;
+
+/**
+ * The order in which one tier gives up its blocks. A policy only orders keys; it never frees memory.
+ * Not thread-safe: {@link TierPolicy} serialises every call.
+ */
+public sealed interface EvictionPolicy permits LruPolicy, LfuPolicy, WTinyLfuPolicy, PrefixAwarePolicy {
+
+    EvictionPolicyKind kind();
+
+    /** A block became resident in the tier; {@code parent} is its parent's key, or null for a first block. */
+    void onInsert(BlockKey key, BlockKey parent);
+
+    /** A resident block was read or matched by a lookup. Unknown keys are ignored. */
+    void onAccess(BlockKey key);
+
+    /** A block left the tier. Unknown keys are ignored. */
+    void onRemove(BlockKey key);
+
+    /**
+     * The next block to evict: the first in this policy's order for which {@code evictable} holds, or
+     * null when there is none. The block stays tracked until {@link #onRemove}.
+     */
+    BlockKey nextVictim(Predicate<BlockKey> evictable);
+
+    /** Every tracked block, the one to evict first at the head; used to carry state across a switch. */
+    List<BlockKey> coldestFirst();
+
+    int size();
+}

@@ -1,0 +1,113 @@
+package io.kvstore.eviction;
+
+import io.kvstore.catalog.BlockKey;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+
+/**
+ * Least frequently used first, with dynamic aging (LFU-DA, Arlitt et al. 2000).
+ *
+ * <p>Plain LFU never forgets: a block that was hot yesterday outranks today's working set forever.
+ * LFU-DA keeps an inflation value {@code L}, raised to the priority of each evicted block; a block's
+ * priority is {@code L + hits} at its last access, so blocks that stop being used sink below newer
+ * ones once {@code L} passes them, without a periodic sweep over all entries. Ties go to the least
+ * recently used. Order is kept in a tree: O(log n) per access.
+ */
+public final class LfuPolicy implements EvictionPolicy {
+
+    private static final Comparator<Node> ORDER =
+            Comparator.comparingLong((Node n) -> n.priority).thenComparingLong(n -> n.tick);
+
+    private final HashMap<BlockKey, Node> nodes = new HashMap<>();
+    private final TreeSet<Node> byPriority = new TreeSet<>(ORDER);
+    private long inflation;
+    private long clock;
+
+    private static final class Node {
+        final BlockKey key;
+        long hits;
+        long priority;
+        long tick;
+
+        Node(BlockKey key) {
+            this.key = key;
+        }
+    }
+
+    @Override
+    public EvictionPolicyKind kind() {
+        return EvictionPolicyKind.LFU;
+    }
+
+    @Override
+    public void onInsert(BlockKey key, BlockKey parent) {
+        Node node = nodes.get(key);
+        if (node != null) {
+            onAccess(key);
+            return;
+        }
+        node = new Node(key);
+        node.hits = 1;
+        node.priority = inflation + 1;
+        node.tick = ++clock;
+        nodes.put(key, node);
+        byPriority.add(node);
+    }
+
+    @Override
+    public void onAccess(BlockKey key) {
+        Node node = nodes.get(key);
+        if (node == null) {
+            return;
+        }
+        byPriority.remove(node);
+        node.hits++;
+        node.priority = inflation + node.hits;
+        node.tick = ++clock;
+        byPriority.add(node);
+    }
+
+    @Override
+    public void onRemove(BlockKey key) {
+        Node node = nodes.remove(key);
+        if (node != null) {
+            // Aging follows evictions, which take the coldest; deleting a hot block must not inflate L.
+            if (node == byPriority.first()) {
+                inflation = Math.max(inflation, node.priority);
+            }
+            byPriority.remove(node);
+        }
+    }
+
+    @Override
+    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        for (Node node : byPriority) {
+            if (evictable.test(node.key)) {
+                return node.key;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public List<BlockKey> coldestFirst() {
+        List<BlockKey> keys = new ArrayList<>(nodes.size());
+        byPriority.forEach(n -> keys.add(n.key));
+        return keys;
+    }
+
+    @Override
+    public int size() {
+        return nodes.size();
+    }
+
+    /** The block's current priority (for tests and diagnostics); -1 when not tracked. */
+    long priorityOf(BlockKey key) {
+        Node node = nodes.get(key);
+        return node == null ? -1 : node.priority;
+    }
+}

@@ -1,0 +1,136 @@
+package io.kvstore.eviction;
+
+import io.kvstore.catalog.BlockKey;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.TreeSet;
+import java.util.function.Predicate;
+
+/**
+ * Evicts leaves first, oldest leaf first, like SGLang's radix cache: a block whose child is resident in
+ * the same tier is never chosen, so a tier never keeps a suffix whose prefix it dropped (such a suffix
+ * could not be matched: lookups stop at the first missing block).
+ *
+ * <p>Each tracked block counts its resident children; blocks with none sit in a tree ordered by last
+ * access. A child may arrive before its parent (a promotion, say): its parent's count waits in
+ * {@code pendingChildren} until the parent arrives.
+ */
+public final class PrefixAwarePolicy implements EvictionPolicy {
+
+    private static final Comparator<Node> BY_AGE = Comparator.comparingLong(n -> n.tick);
+
+    private final HashMap<BlockKey, Node> nodes = new HashMap<>();
+    private final HashMap<BlockKey, Integer> pendingChildren = new HashMap<>();
+    private final TreeSet<Node> leaves = new TreeSet<>(BY_AGE);
+    private long clock;
+
+    private static final class Node {
+        final BlockKey key;
+        final BlockKey parent;
+        int children;
+        long tick;
+
+        Node(BlockKey key, BlockKey parent) {
+            this.key = key;
+            this.parent = parent;
+        }
+    }
+
+    @Override
+    public EvictionPolicyKind kind() {
+        return EvictionPolicyKind.PREFIX_AWARE;
+    }
+
+    @Override
+    public void onInsert(BlockKey key, BlockKey parent) {
+        if (nodes.containsKey(key)) {
+            onAccess(key);
+            return;
+        }
+        Node node = new Node(key, parent);
+        node.tick = ++clock;
+        Integer waiting = pendingChildren.remove(key);
+        node.children = waiting == null ? 0 : waiting;
+        nodes.put(key, node);
+        if (node.children == 0) {
+            leaves.add(node);
+        }
+        if (parent != null) {
+            Node parentNode = nodes.get(parent);
+            if (parentNode != null) {
+                if (parentNode.children++ == 0) {
+                    leaves.remove(parentNode);
+                }
+            } else {
+                pendingChildren.merge(parent, 1, Integer::sum);
+            }
+        }
+    }
+
+    @Override
+    public void onAccess(BlockKey key) {
+        Node node = nodes.get(key);
+        if (node == null) {
+            return;
+        }
+        boolean leaf = leaves.remove(node);
+        node.tick = ++clock;
+        if (leaf) {
+            leaves.add(node);
+        }
+    }
+
+    @Override
+    public void onRemove(BlockKey key) {
+        Node node = nodes.remove(key);
+        if (node == null) {
+            return;
+        }
+        leaves.remove(node);
+        if (node.children > 0) {
+            pendingChildren.put(key, node.children);
+        }
+        if (node.parent != null) {
+            Node parentNode = nodes.get(node.parent);
+            if (parentNode != null) {
+                if (--parentNode.children == 0) {
+                    leaves.add(parentNode);
+                }
+            } else {
+                pendingChildren.computeIfPresent(node.parent, (k, n) -> n > 1 ? n - 1 : null);
+            }
+        }
+    }
+
+    @Override
+    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        for (Node leaf : leaves) {
+            if (evictable.test(leaf.key)) {
+                return leaf.key;
+            }
+        }
+        return null;
+    }
+
+    @Override
+    public List<BlockKey> coldestFirst() {
+        List<Node> all = new ArrayList<>(nodes.values());
+        all.sort(BY_AGE);
+        List<BlockKey> keys = new ArrayList<>(all.size());
+        all.forEach(n -> keys.add(n.key));
+        return keys;
+    }
+
+    @Override
+    public int size() {
+        return nodes.size();
+    }
+
+    /** Whether the block has no resident child in this tier (for tests). */
+    boolean isLeaf(BlockKey key) {
+        Node node = nodes.get(key);
+        return node != null && node.children == 0;
+    }
+}

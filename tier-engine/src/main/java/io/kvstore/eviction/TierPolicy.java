@@ -1,0 +1,121 @@
+package io.kvstore.eviction;
+
+import io.kvstore.catalog.BlockKey;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
+import java.util.function.Predicate;
+
+/**
+ * One tier's eviction policy behind one lock, with reads kept off that lock.
+ *
+ * <p>Inserts, removals and victim choice take the lock; they happen beside a block copy that costs
+ * far more. Accesses are the hot path (every lookup hit and read), so they never wait: an access is
+ * applied at once when the lock is free and otherwise queued in a bounded buffer that the next lock
+ * holder drains; when the buffer is full the access is dropped, as Caffeine drops reads under
+ * contention, which only makes the policy's order slightly less exact. The policy can be replaced at
+ * run time: the new one is fed every resident block, coldest first, so nothing is lost or reordered
+ * more than the new policy's own rules require.
+ */
+public final class TierPolicy {
+
+    private static final int ACCESS_BUFFER_LIMIT = 16_384;
+
+    private final ReentrantLock lock = new ReentrantLock();
+    private final ConcurrentLinkedQueue<BlockKey> pendingAccesses = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger pendingCount = new AtomicInteger();
+    private final Function<BlockKey, BlockKey> parentOf;
+    private volatile EvictionPolicy policy;
+
+    /** @param parentOf the parent key of a resident block (null for a first block), used on a switch */
+    public TierPolicy(EvictionPolicyKind kind, Function<BlockKey, BlockKey> parentOf) {
+        this.policy = kind.create();
+        this.parentOf = parentOf;
+    }
+
+    public EvictionPolicyKind kind() {
+        return policy.kind();
+    }
+
+    public void recordAccess(BlockKey key) {
+        if (lock.tryLock()) {
+            try {
+                drain();
+                policy.onAccess(key);
+            } finally {
+                lock.unlock();
+            }
+        } else if (pendingCount.incrementAndGet() <= ACCESS_BUFFER_LIMIT) {
+            pendingAccesses.add(key);
+        } else {
+            pendingCount.decrementAndGet();
+        }
+    }
+
+    public void onInsert(BlockKey key, BlockKey parent) {
+        lock.lock();
+        try {
+            drain();
+            policy.onInsert(key, parent);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public void onRemove(BlockKey key) {
+        lock.lock();
+        try {
+            drain();
+            policy.onRemove(key);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** The next block to evict that passes {@code evictable}, or null. */
+    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        lock.lock();
+        try {
+            drain();
+            return policy.nextVictim(evictable);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Replaces the policy, carrying every tracked block over coldest first. */
+    public void switchTo(EvictionPolicyKind kind) {
+        lock.lock();
+        try {
+            drain();
+            if (policy.kind() == kind) {
+                return;
+            }
+            EvictionPolicy next = kind.create();
+            for (BlockKey key : policy.coldestFirst()) {
+                next.onInsert(key, parentOf.apply(key));
+            }
+            policy = next;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public int size() {
+        lock.lock();
+        try {
+            return policy.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void drain() {
+        BlockKey key;
+        while ((key = pendingAccesses.poll()) != null) {
+            pendingCount.decrementAndGet();
+            policy.onAccess(key);
+        }
+    }
+}

@@ -1,0 +1,39 @@
+package io.kvstore.tier.memory;
+
+import io.kvstore.ffm.Availability;
+
+/**
+ * Where a memory tier gets its bytes: page-aligned host memory, CUDA pinned host memory, CUDA device
+ * memory, or host memory standing in for device memory in tests and demos ({@code emulated-device}).
+ * A provider is chosen by name in configuration and is never substituted silently.
+ */
+public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDeviceMemoryProvider {
+
+    /** The configuration name: {@code host}, {@code cuda-pinned}, {@code cuda-device}, {@code emulated-device}. */
+    String name();
+
+    /** Whether this provider can allocate here, and why not when it cannot. */
+    Availability availability();
+
+    /** True for host memory standing in for device memory; operators see it labelled as such. */
+    default boolean emulated() {
+        return false;
+    }
+
+    /**
+     * Allocates {@code bytes} (a multiple of 4 KiB) in one region.
+     *
+     * @throws IllegalStateException when the provider is unavailable or the allocation fails, with the reason
+     */
+    MemoryRegion allocate(long bytes);
+
+    /** The provider for a configuration name, with the list of valid names in the error otherwise. */
+    static MemoryProvider named(String name) {
+        return switch (name) {
+            case HostMemoryProvider.NAME -> new HostMemoryProvider();
+            case EmulatedDeviceMemoryProvider.NAME -> new EmulatedDeviceMemoryProvider();
+            default -> throw new IllegalArgumentException("unknown memory provider '" + name
+                    + "'; expected one of host, emulated-device, cuda-pinned, cuda-device");
+        };
+    }
+}

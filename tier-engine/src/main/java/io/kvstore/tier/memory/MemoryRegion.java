@@ -1,0 +1,20 @@
+package io.kvstore.tier.memory;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One large block of tier memory obtained from a {@link MemoryProvider}. The region owns its memory:
+ * closing it frees (and unlocks) the memory, after which every slot carved from it is invalid.
+ *
+ * @param segment the memory, aligned to at least 4 KiB
+ * @param provider the provider's name, shown to operators
+ * @param locked whether the pages are locked in RAM (mlock or pinned by CUDA)
+ */
+public record MemoryRegion(MemorySegment segment, String provider, boolean locked, Arena arena) implements AutoCloseable {
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,179 @@
+package io.kvstore.tier.memory;
+
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockRecord;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.Checksums;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.TierId;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A memory tier (HBM or DRAM): one region from a {@link MemoryProvider}, carved into slots by a
+ * {@link SlabAllocator}. A read copies the slot and then verifies the CRC32C of what it copied, so a
+ * caller never receives bytes that differ from what was written.
+ */
+public final class MemoryTier implements BlockTier {
+
+    private static final Logger log = LoggerFactory.getLogger(MemoryTier.class);
+
+    private final TierId id;
+    private final MemoryProvider provider;
+    private final MemoryRegion region;
+    private final SlabAllocator slabs;
+    private final ConcurrentHashMap<BlockKey, Resident> blocks = new ConcurrentHashMap<>();
+
+    private record Resident(BlockRecord record, long offset, long slotSize) {
+    }
+
+    /**
+     * Allocates the whole tier up front: a tier's capacity is memory it owns, so start-up fails
+     * clearly rather than a put failing later.
+     */
+    public MemoryTier(TierId id, MemoryProvider provider, long capacityBytes, long slabSize) {
+        if (id == TierId.NVME) {
+            throw new IllegalArgumentException("NVME is not a memory tier");
+        }
+        var availability = provider.availability();
+        if (!availability.available()) {
+            throw new IllegalStateException("memory provider '" + provider.name() + "' for tier " + id
+                    + " is unavailable: " + availability.detail());
+        }
+        long effectiveSlab = Math.min(slabSize, capacityBytes / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
+        long regionBytes = capacityBytes / effectiveSlab * effectiveSlab;
+        this.id = id;
+        this.provider = provider;
+        this.slabs = new SlabAllocator(regionBytes, effectiveSlab);
+        this.region = provider.allocate(regionBytes);
+        log.info("tier {}: {} MiB of {} memory{}, slabs of {} KiB", id, regionBytes >> 20, provider.name(),
+                region.locked() ? " (locked)" : "", effectiveSlab >> 10);
+    }
+
+    @Override
+    public TierId id() {
+        return id;
+    }
+
+    @Override
+    public String provider() {
+        return provider.name();
+    }
+
+    public boolean emulated() {
+        return provider.emulated();
+    }
+
+    /** The tier's whole memory, for registration with a transfer engine. */
+    public MemorySegment region() {
+        return region.segment();
+    }
+
+    @Override
+    public long capacityBytes() {
+        return slabs.capacityBytes();
+    }
+
+    @Override
+    public long usedBytes() {
+        return slabs.usedBytes();
+    }
+
+    @Override
+    public int blockCount() {
+        return blocks.size();
+    }
+
+    /** Whether a block of {@code length} bytes would fit now without evicting anything. */
+    public boolean hasRoomFor(int length) {
+        return slabs.canAllocate(SlabAllocator.slotSizeFor(length));
+    }
+
+    @Override
+    public void write(BlockRecord record, MemorySegment src) throws TierFullException {
+        if (src.byteSize() != record.length()) {
+            throw new IllegalArgumentException("block " + record.key() + " is " + src.byteSize()
+                    + " bytes but its record says " + record.length());
+        }
+        if (blocks.containsKey(record.key())) {
+            return;
+        }
+        long slotSize = SlabAllocator.slotSizeFor(record.length());
+        long offset = slabs.allocate(slotSize);
+        if (offset < 0) {
+            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes ("
+                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
+        }
+        MemorySegment.copy(src, 0, region.segment(), offset, record.length());
+        if (blocks.putIfAbsent(record.key(), new Resident(record, offset, slotSize)) != null) {
+            slabs.free(offset, slotSize);
+        }
+    }
+
+    @Override
+    public BlockRecord read(BlockKey key, MemorySegment dst) throws BlockNotFoundException, ChecksumMismatchException {
+        Resident r = resident(key);
+        if (dst.byteSize() < r.record.length()) {
+            throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block "
+                    + key + " of " + r.record.length());
+        }
+        MemorySegment target = dst.asSlice(0, r.record.length());
+        MemorySegment.copy(region.segment(), r.offset, target, 0, r.record.length());
+        if (Checksums.crc32c(target) != r.record.crc32c()) {
+            throw new ChecksumMismatchException("block " + key + " in tier " + id + " fails its CRC32C");
+        }
+        return r.record;
+    }
+
+    /**
+     * The block's bytes in place, after verifying them, for zero-copy sends. The caller must keep the
+     * block from being freed while it uses the view (the engine holds a reader reference).
+     */
+    public MemorySegment verifiedView(BlockKey key) throws BlockNotFoundException, ChecksumMismatchException {
+        Resident r = resident(key);
+        MemorySegment view = region.segment().asSlice(r.offset, r.record.length());
+        if (Checksums.crc32c(view) != r.record.crc32c()) {
+            throw new ChecksumMismatchException("block " + key + " in tier " + id + " fails its CRC32C");
+        }
+        return view;
+    }
+
+    /** The block's slot offset within {@link #region()}, or -1 when absent. */
+    public long offsetOf(BlockKey key) {
+        Resident r = blocks.get(key);
+        return r == null ? -1 : r.offset;
+    }
+
+    private Resident resident(BlockKey key) throws BlockNotFoundException {
+        Resident r = blocks.get(key);
+        if (r == null) {
+            throw new BlockNotFoundException("tier " + id + " does not hold block " + key);
+        }
+        return r;
+    }
+
+    @Override
+    public boolean delete(BlockKey key) {
+        Resident r = blocks.remove(key);
+        if (r == null) {
+            return false;
+        }
+        slabs.free(r.offset, r.slotSize);
+        return true;
+    }
+
+    @Override
+    public boolean contains(BlockKey key) {
+        return blocks.containsKey(key);
+    }
+
+    @Override
+    public void close() {
+        blocks.clear();
+        region.close();
+    }
+}
