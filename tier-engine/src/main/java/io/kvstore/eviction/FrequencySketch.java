@@ -7,7 +7,7 @@ package io.kvstore.eviction;
  *
  * <p>Four counters per key, each in a different 16-counter long, picked by four hashes; the estimate is
  * their minimum, so collisions only ever overestimate. When the number of increments reaches ten times
- * the table's counters, every counter is halved: this aging keeps the sketch about the recent past,
+ * the table's length (about ten per tracked key, as in Caffeine), every counter is halved: this aging keeps the sketch about the recent past,
  * and the 4-bit cap (15) bounds how long a once-hot key keeps its lead. The table grows with the
  * tracked population so the error stays small.
  */
@@ -19,12 +19,17 @@ final class FrequencySketch {
     private long[] table = new long[64];
     private int additions;
 
-    /** Grows the table (clearing it) when the tracked population outgrows it. */
+    /**
+     * Grows the table when the tracked population outgrows it. Doubling copies the table into both
+     * halves: a key's slot in the larger table is its old slot or that plus the old length, so every
+     * key keeps its counts.
+     */
     void ensureCapacity(int population) {
-        int wanted = Integer.highestOneBit(Math.max(64, population) - 1) << 1;
-        if (wanted > table.length && wanted <= (1 << 26)) {
-            table = new long[wanted];
-            additions = 0;
+        while (table.length < population && table.length < (1 << 26)) {
+            long[] grown = new long[table.length * 2];
+            System.arraycopy(table, 0, grown, 0, table.length);
+            System.arraycopy(table, 0, grown, table.length, table.length);
+            table = grown;
         }
     }
 
@@ -50,7 +55,7 @@ final class FrequencySketch {
                 added = true;
             }
         }
-        if (added && ++additions >= 10 * table.length * 16 / 4) {
+        if (added && ++additions >= 10 * table.length) {
             reset();
         }
     }

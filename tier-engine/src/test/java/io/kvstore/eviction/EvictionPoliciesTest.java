@@ -1,0 +1,146 @@
+package io.kvstore.eviction;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Set;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class EvictionPoliciesTest {
+
+    private static BlockKey k(int id) {
+        return new BlockKey("ns", BlockHash.ofLong(id));
+    }
+
+    @Test
+    void lruEvictsLeastRecentlyUsed() {
+        EvictionPolicy lru = new LruPolicy();
+        for (int i = 1; i <= 3; i++) {
+            lru.onInsert(k(i), null);
+        }
+        lru.onAccess(k(1));
+        assertThat(lru.nextVictim(key -> true)).isEqualTo(k(2));
+        assertThat(lru.nextVictim(key -> !key.equals(k(2)))).isEqualTo(k(3));
+    }
+
+    @Test
+    void lfuEvictsLeastFrequentlyUsedAndAgesOldPopularity() {
+        LfuPolicy lfu = new LfuPolicy();
+        lfu.onInsert(k(1), null);
+        for (int i = 0; i < 5; i++) {
+            lfu.onAccess(k(1));
+        }
+        lfu.onInsert(k(2), null);
+        lfu.onAccess(k(2));
+        lfu.onInsert(k(3), null);
+        assertThat(lfu.nextVictim(key -> true)).isEqualTo(k(3));
+        // Evict the cold ones repeatedly: each eviction raises the inflation value, so blocks inserted
+        // later start above block 1's stale count and block 1 eventually becomes the victim.
+        long[] next = {100};
+        for (int round = 0; round < 10; round++) {
+            BlockKey victim = lfu.nextVictim(key -> true);
+            lfu.onRemove(victim);
+            lfu.onInsert(k((int) next[0]++), null);
+            lfu.onAccess(k((int) next[0] - 1));
+        }
+        assertThat(lfu.coldestFirst()).doesNotContain(k(1));
+    }
+
+    /** Hits on a block reused every 300 inserts while one-time blocks stream through a 200-block tier. */
+    private static int hitsOnReusedBlock(EvictionPolicy policy) {
+        int capacity = 200;
+        BlockKey hot = k(1);
+        Set<BlockKey> resident = new HashSet<>();
+        int hits = 0;
+        for (int i = 0; i < 12_000; i++) {
+            BlockKey next = i % 300 == 0 ? hot : k(1000 + i);
+            if (resident.contains(next)) {
+                policy.onAccess(next);
+                hits++;
+                continue;
+            }
+            policy.onInsert(next, null);
+            resident.add(next);
+            if (resident.size() > capacity) {
+                BlockKey victim = policy.nextVictim(key -> true);
+                policy.onRemove(victim);
+                resident.remove(victim);
+            }
+        }
+        return hits;
+    }
+
+    @Test
+    void wTinyLfuKeepsAReusedBlockThatLruLosesToAScan() {
+        int lruHits = hitsOnReusedBlock(new LruPolicy());
+        int tinyLfuHits = hitsOnReusedBlock(new WTinyLfuPolicy());
+        assertThat(lruHits).isZero();
+        assertThat(tinyLfuHits).isGreaterThanOrEqualTo(30); // 39 reuses after the first insert
+    }
+
+    @Test
+    void prefixAwareNeverEvictsABlockWithAResidentChild() {
+        PrefixAwarePolicy policy = new PrefixAwarePolicy();
+        // chain 1 <- 2 <- 3, and a second chain 10 <- 11
+        policy.onInsert(k(1), null);
+        policy.onInsert(k(2), k(1));
+        policy.onInsert(k(3), k(2));
+        policy.onInsert(k(10), null);
+        policy.onInsert(k(11), k(10));
+        policy.onAccess(k(1));
+        assertThat(policy.isLeaf(k(1))).isFalse();
+        // leaves are 3 and 11; 3 is older
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(3));
+        policy.onRemove(k(3));
+        // 2 became a leaf; it was last touched before 11
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(2));
+        policy.onRemove(k(2));
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(11));
+        policy.onRemove(k(11));
+        // block 1 was accessed after 10 was inserted: 10 is now the older leaf
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(10));
+    }
+
+    @Test
+    void prefixAwareCountsAChildThatArrivedBeforeItsParent() {
+        PrefixAwarePolicy policy = new PrefixAwarePolicy();
+        policy.onInsert(k(2), k(1));
+        policy.onInsert(k(1), null);
+        assertThat(policy.isLeaf(k(1))).isFalse();
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(2));
+    }
+
+    @Test
+    void switchingPolicyKeepsEveryTrackedBlock() {
+        Map<BlockKey, BlockKey> parents = new HashMap<>();
+        TierPolicy tierPolicy = new TierPolicy(EvictionPolicyKind.LRU, parents::get);
+        for (int i = 1; i <= 50; i++) {
+            BlockKey parent = i % 10 == 1 ? null : k(i - 1);
+            parents.put(k(i), parent);
+            tierPolicy.onInsert(k(i), parent);
+        }
+        for (EvictionPolicyKind kind : List.of(EvictionPolicyKind.LFU, EvictionPolicyKind.W_TINYLFU,
+                EvictionPolicyKind.PREFIX_AWARE, EvictionPolicyKind.LRU)) {
+            tierPolicy.switchTo(kind);
+            assertThat(tierPolicy.kind()).isEqualTo(kind);
+            assertThat(tierPolicy.size()).isEqualTo(50);
+        }
+        tierPolicy.switchTo(EvictionPolicyKind.PREFIX_AWARE);
+        // under PREFIX_AWARE only chain tails (10, 20, ...) are candidates
+        BlockKey victim = tierPolicy.nextVictim(key -> true);
+        assertThat(List.of(k(10), k(20), k(30), k(40), k(50))).contains(victim);
+    }
+
+    @Test
+    void policyNamesParseCaseInsensitivelyAndListTheValidOnes() {
+        assertThat(EvictionPolicyKind.parse("w-tinylfu")).isEqualTo(EvictionPolicyKind.W_TINYLFU);
+        assertThat(EvictionPolicyKind.parse(" prefix_aware ")).isEqualTo(EvictionPolicyKind.PREFIX_AWARE);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> EvictionPolicyKind.parse("FIFO"))
+                .hasMessageContaining("LRU, LFU, W_TINYLFU, PREFIX_AWARE");
+    }
+}
