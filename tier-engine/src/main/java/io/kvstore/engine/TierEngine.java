@@ -65,6 +65,7 @@ public final class TierEngine implements AutoCloseable {
     private final Map<String, Lease> leases = new ConcurrentHashMap<>();
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
     private final ExecutorService mover;
+    private final java.util.concurrent.atomic.AtomicInteger pendingMoves = new java.util.concurrent.atomic.AtomicInteger();
     private final ScheduledExecutorService leaseSweeper;
 
     /**
@@ -200,7 +201,7 @@ public final class TierEngine implements AutoCloseable {
         TierSettings s = settings.get(id);
         if (tier.usedBytes() > s.highWatermark() * tier.capacityBytes()
                 && demotionQueued.get(id).compareAndSet(false, true)) {
-            mover.execute(() -> {
+            submitMove(() -> {
                 demotionQueued.get(id).set(false);
                 demoteToLowWatermark(id);
             });
@@ -465,7 +466,7 @@ public final class TierEngine implements AutoCloseable {
         if (above == null || !settings.get(above).promoteOnHit() || !promotionsQueued.add(entry.key())) {
             return;
         }
-        mover.execute(() -> {
+        submitMove(() -> {
             try {
                 promote(entry, hitTier, above);
             } catch (IOException | RuntimeException e) {
@@ -676,12 +677,38 @@ public final class TierEngine implements AutoCloseable {
         return catalog.size();
     }
 
-    /** Waits until queued demotions and promotions have run (for tests and orderly shutdown). */
+    /**
+     * Waits until queued demotions and promotions have run, including moves they queued in turn (for
+     * tests and orderly shutdown).
+     */
     public void awaitMoves() {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (pendingMoves.get() > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("background moves did not finish within 60 s");
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    private void submitMove(Runnable move) {
+        pendingMoves.incrementAndGet();
         try {
-            mover.submit(() -> { }).get(60, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new IllegalStateException("background moves did not finish", e);
+            mover.execute(() -> {
+                try {
+                    move.run();
+                } finally {
+                    pendingMoves.decrementAndGet();
+                }
+            });
+        } catch (RuntimeException rejected) {
+            pendingMoves.decrementAndGet();
+            throw rejected;
         }
     }
 
