@@ -25,11 +25,25 @@ public final class Catalog {
         return entries.get(key);
     }
 
-    /** The live entry for a key, creating it (with no tier yet) when absent or dead. */
+    /**
+     * The live entry for a key, creating it (with no tier yet) when absent. A dead entry is still being
+     * cleaned up (its slots freed); a new one is made only after it has left the map, so a new copy of
+     * the block can never be confused with the old copy's slot that is about to be freed.
+     */
     public CatalogEntry entryFor(BlockKey key, BlockHash parent, int length, int crc32c) {
-        return entries.compute(key, (k, existing) -> existing != null && !existing.dead()
-                ? existing
-                : new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        while (true) {
+            CatalogEntry entry = entries.computeIfAbsent(key,
+                    k -> new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
+            if (!entry.dead()) {
+                return entry;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("block " + key + " is still being removed after 30 s");
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
     }
 
     /** Removes the entry if it is still the one mapped and has no copy left. */

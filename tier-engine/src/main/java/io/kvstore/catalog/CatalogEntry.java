@@ -27,6 +27,7 @@ public final class CatalogEntry {
     private int leases;
     private int readers;
     private int moving;
+    private boolean writing;
     private boolean dead;
     private volatile long lastAccessMillis;
     private volatile long accessCount;
@@ -114,6 +115,54 @@ public final class CatalogEntry {
         return dead;
     }
 
+    /** The answer to {@link #claimWrite}. */
+    public enum WriteClaim {
+        /** The caller is the block's only writer until it publishes or abandons. */
+        OWNED,
+        /** A tier already holds the block. */
+        RESIDENT,
+        /** Another writer is storing it now. */
+        BUSY,
+        /** The entry is being removed; look the key up again. */
+        DEAD
+    }
+
+    /**
+     * Claims the right to store the block's first copy. One writer per entry means a copy that fails to
+     * publish has exactly one owner to remove it.
+     */
+    public synchronized WriteClaim claimWrite() {
+        if (dead) {
+            return WriteClaim.DEAD;
+        }
+        if (tiers != 0) {
+            return WriteClaim.RESIDENT;
+        }
+        if (writing) {
+            return WriteClaim.BUSY;
+        }
+        writing = true;
+        return WriteClaim.OWNED;
+    }
+
+    /**
+     * Publishes the claimed writer's copy in {@code tier}; false when the entry died meanwhile, in which
+     * case the writer removes its copy.
+     */
+    public synchronized boolean publishWrite(TierId tier) {
+        writing = false;
+        if (dead) {
+            return false;
+        }
+        tiers |= bit(tier);
+        return true;
+    }
+
+    /** Gives up a claimed write that stored nothing. */
+    public synchronized void abandonWrite() {
+        writing = false;
+    }
+
     /** Makes the copy in {@code tier} visible; false when the entry died meanwhile (the caller retries). */
     public synchronized boolean addTier(TierId tier) {
         if (dead) {
@@ -159,26 +208,34 @@ public final class CatalogEntry {
         return true;
     }
 
+    /** What {@link #finishMove} did. */
+    public record MoveOutcome(boolean clearedFrom, boolean recordedCopy) {
+    }
+
     /**
      * Ends a move out of {@code from}: records the copy in {@code copiedTo} (may be null) and drops
-     * {@code from} unless someone pinned, leased or began reading the block meanwhile.
-     *
-     * @return true when {@code from} was dropped and its slot may be freed
+     * {@code from} unless someone pinned, leased or began reading the block meanwhile. Whoever clears a
+     * tier's bit owns freeing that tier's slot: when {@code clearedFrom} is true the mover does. When the
+     * entry died meanwhile (a delete cleared every bit) nothing is recorded, and the copy the mover made
+     * is the mover's to free.
      */
-    public synchronized boolean finishMove(TierId from, TierId copiedTo) {
+    public synchronized MoveOutcome finishMove(TierId from, TierId copiedTo) {
         moving--;
         readers--;
+        if (dead) {
+            return new MoveOutcome(false, false);
+        }
         if (copiedTo != null) {
             tiers |= bit(copiedTo);
         }
         if (pins > 0 || leases > 0 || readers > 0) {
-            return false;
+            return new MoveOutcome(false, copiedTo != null);
         }
         tiers &= ~bit(from);
         if (tiers == 0) {
             dead = true;
         }
-        return true;
+        return new MoveOutcome(true, copiedTo != null);
     }
 
     /**
@@ -240,7 +297,7 @@ public final class CatalogEntry {
 
     /** Marks a block with no copy left dead so it can leave the catalog; false if it still has one. */
     public synchronized boolean dieIfEmpty() {
-        if (tiers == 0) {
+        if (tiers == 0 && !writing) {
             dead = true;
         }
         return dead;

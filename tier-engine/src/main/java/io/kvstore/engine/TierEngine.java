@@ -118,6 +118,13 @@ public final class TierEngine implements AutoCloseable {
         }
     }
 
+    /** The entry died while a copy was being written; the caller starts over or gives up. */
+    private static final class StaleEntryException extends RuntimeException {
+        StaleEntryException(BlockKey key) {
+            super("block " + key + " was removed while a copy was being written", null, false, false);
+        }
+    }
+
     // ---- lookup -------------------------------------------------------------------------------
 
     /** The longest cached prefix of {@code hashes} in {@code namespace}, with each block's fastest tier. */
@@ -153,37 +160,75 @@ public final class TierEngine implements AutoCloseable {
         }
         int crc = Checksums.crc32c(bytes);
         int length = (int) bytes.byteSize();
-        for (int attempt = 0; ; attempt++) {
+        long deadline = System.nanoTime() + READER_WAIT_NANOS;
+        while (true) {
             CatalogEntry entry = catalog.entryFor(key, parent, length, crc);
-            TierId holder = entry.fastestTier();
-            if (holder != null) {
-                if (entry.length() != length || entry.crc32c() != crc) {
-                    throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
-                            + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
+            switch (entry.claimWrite()) {
+                case RESIDENT -> {
+                    TierId holder = entry.fastestTier();
+                    if (holder == null) {
+                        continue;
+                    }
+                    if (entry.length() != length || entry.crc32c() != crc) {
+                        throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
+                                + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
+                    }
+                    return holder;
                 }
-                return holder;
+                case BUSY, DEAD -> {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("block " + key + " is busy: another store of it has not finished in 30 s");
+                    }
+                    Thread.onSpinWait();
+                    Thread.yield();
+                    continue;
+                }
+                case OWNED -> {
+                }
             }
             BlockRecord record = new BlockRecord(key, parent, length, crc);
             try {
-                writeWithRoom(tier, record, bytes);
+                writeWithRoom(tier, entry, record, bytes);
+            } catch (StaleEntryException stale) {
+                entry.abandonWrite();
+                continue;
             } catch (IOException | RuntimeException e) {
+                entry.abandonWrite();
                 catalog.removeIfDead(entry);
                 throw e;
             }
-            if (entry.addTier(target)) {
+            if (entry.publishWrite(target)) {
                 policies.get(target).onInsert(key, entry.parentKey());
                 afterInsert(target);
                 return target;
             }
-            // The entry died while we wrote (a concurrent failed put); publish under a fresh entry.
-            if (attempt > 3) {
-                tier.delete(key);
-                throw new IllegalStateException("block " + key + " could not be published after concurrent removals");
-            }
+            // The entry was deleted while we wrote; our copy is ours alone to remove.
+            tier.delete(key);
         }
     }
 
-    private void writeWithRoom(BlockTier tier, BlockRecord record, MemorySegment bytes) throws IOException {
+    /**
+     * Writes a copy of {@code entry}'s block into {@code tier}, evicting by policy to make room. A tier
+     * may still hold an old slot of the same key whose bit was cleared but which its owner has not freed
+     * yet; writing then would find that slot and skip, and the owner would free it under us, so we wait
+     * the few microseconds until it is gone.
+     */
+    private void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes)
+            throws IOException {
+        long deadline = 0;
+        while (tier.contains(record.key()) && !entry.residentIn(tier.id())) {
+            if (entry.dead()) {
+                throw new StaleEntryException(record.key());
+            }
+            if (deadline == 0) {
+                deadline = System.nanoTime() + READER_WAIT_NANOS;
+            } else if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("tier " + tier.id() + " still holds an unpublished copy of "
+                        + record.key() + " after 30 s");
+            }
+            Thread.onSpinWait();
+            Thread.yield();
+        }
         while (true) {
             try {
                 tier.write(record, bytes);
@@ -260,6 +305,7 @@ public final class TierEngine implements AutoCloseable {
         TierId below = configuredBelow(id);
         TierId copiedTo = null;
         boolean newCopy = false;
+        boolean droppedCorrupt = false;
         try {
             if (below != null) {
                 if (!entry.residentIn(below)) {
@@ -268,19 +314,27 @@ public final class TierEngine implements AutoCloseable {
                 }
                 copiedTo = below;
             }
+        } catch (StaleEntryException deleted) {
+            // a delete removed the block while we copied it; finishMove below sees it dead
         } catch (ChecksumMismatchException corrupt) {
-            entry.dropTier(id);
+            droppedCorrupt = entry.dropTier(id);
             events.checksumFailed(id, victim);
             log.warn("dropped corrupt copy of {} in tier {} during demotion", victim, id);
         } catch (IOException | RuntimeException e) {
             log.warn("could not demote {} from {} to {}: {}; dropping it from {}", victim, id, below, e.getMessage(), id);
         }
-        boolean freed = entry.finishMove(id, copiedTo);
+        CatalogEntry.MoveOutcome outcome = entry.finishMove(id, copiedTo);
+        boolean freed = outcome.clearedFrom() || droppedCorrupt;
+        if (newCopy && !outcome.recordedCopy()) {
+            // a delete won the race: the copy we just made belongs to nobody
+            tiers.get(below).delete(victim);
+            newCopy = false;
+        }
         if (newCopy) {
             policies.get(below).onInsert(victim, entry.parentKey());
             events.demoted(id, below, entry.length());
         }
-        if (freed || !entry.residentIn(id)) {
+        if (freed) {
             tiers.get(id).delete(victim);
             policy.onRemove(victim);
             events.evicted(id, policy.kind(), entry.length());
@@ -305,12 +359,12 @@ public final class TierEngine implements AutoCloseable {
         BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
         long start = System.nanoTime();
         if (tiers.get(from) instanceof MemoryTier memory) {
-            writeWithRoom(tiers.get(to), record, memory.verifiedView(entry.key()));
+            writeWithRoom(tiers.get(to), entry, record, memory.verifiedView(entry.key()));
         } else {
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment buffer = arena.allocate(entry.length(), 4096);
                 tiers.get(from).read(entry.key(), buffer);
-                writeWithRoom(tiers.get(to), record, buffer);
+                writeWithRoom(tiers.get(to), entry, record, buffer);
             }
         }
         events.moved(from, to, entry.length(), System.nanoTime() - start);
@@ -483,24 +537,23 @@ public final class TierEngine implements AutoCloseable {
         }
         BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
         long start = System.nanoTime();
-        boolean written = read(entry.key(), (tier, rec, bytes) -> {
-            if (tier != from) {
-                return false;
+        // Everything happens while the read holds the block: a concurrent delete waits for us, so the
+        // copy we add is either published on the live entry or removed by us, never left behind.
+        read(entry.key(), (tier, rec, bytes) -> {
+            if (tier != from || entry.residentIn(to)) {
+                return null;
             }
-            writeWithRoom(tiers.get(to), record, bytes);
-            return true;
+            writeWithRoom(tiers.get(to), entry, record, bytes);
+            if (entry.addTier(to)) {
+                policies.get(to).onInsert(entry.key(), entry.parentKey());
+                events.promoted(from, to, entry.length());
+                events.moved(from, to, entry.length(), System.nanoTime() - start);
+            } else {
+                tiers.get(to).delete(entry.key());
+            }
+            return null;
         });
-        if (!written) {
-            return;
-        }
-        if (entry.addTier(to)) {
-            policies.get(to).onInsert(entry.key(), entry.parentKey());
-            events.promoted(from, to, entry.length());
-            events.moved(from, to, entry.length(), System.nanoTime() - start);
-            afterInsert(to);
-        } else {
-            tiers.get(to).delete(entry.key());
-        }
+        afterInsert(to);
     }
 
     // ---- delete -------------------------------------------------------------------------------
