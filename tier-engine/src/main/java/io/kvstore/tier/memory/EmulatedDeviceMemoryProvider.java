@@ -34,7 +34,7 @@ public final class EmulatedDeviceMemoryProvider implements MemoryProvider {
         }
         Arena arena = Arena.ofShared();
         try {
-            return new MemoryRegion(arena.allocate(bytes, 4096), NAME, false, arena);
+            return new MemoryRegion(arena.allocate(bytes, 4096), NAME, false, arena::close);
         } catch (OutOfMemoryError e) {
             arena.close();
             throw new IllegalStateException("cannot allocate " + bytes + " bytes for emulated device memory", e);

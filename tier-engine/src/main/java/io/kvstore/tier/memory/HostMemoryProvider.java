@@ -60,7 +60,7 @@ public final class HostMemoryProvider implements MemoryProvider {
                     + "or grant CAP_IPC_LOCK to keep block memory from swapping", bytes >> 20, errno);
         }
         // munlock is implicit: freeing the pages when the arena closes releases the lock.
-        return new MemoryRegion(segment, NAME, errno == 0, arena);
+        return new MemoryRegion(segment, NAME, errno == 0, arena::close);
     }
 
     /** Returns 0 on success, otherwise errno. */

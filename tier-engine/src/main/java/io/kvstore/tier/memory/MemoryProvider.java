@@ -7,7 +7,8 @@ import io.kvstore.ffm.Availability;
  * memory, or host memory standing in for device memory in tests and demos ({@code emulated-device}).
  * A provider is chosen by name in configuration and is never substituted silently.
  */
-public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDeviceMemoryProvider {
+public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDeviceMemoryProvider, CudaPinnedMemoryProvider,
+        CudaDeviceMemoryProvider {
 
     /** The configuration name: {@code host}, {@code cuda-pinned}, {@code cuda-device}, {@code emulated-device}. */
     String name();
@@ -18,6 +19,14 @@ public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDevic
     /** True for host memory standing in for device memory; operators see it labelled as such. */
     default boolean emulated() {
         return false;
+    }
+
+    /**
+     * True when Java may read and write the memory directly; device memory is reached only through
+     * CUDA copies and transfer engines.
+     */
+    default boolean hostAccessible() {
+        return true;
     }
 
     /**
@@ -32,6 +41,8 @@ public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDevic
         return switch (name) {
             case HostMemoryProvider.NAME -> new HostMemoryProvider();
             case EmulatedDeviceMemoryProvider.NAME -> new EmulatedDeviceMemoryProvider();
+            case CudaPinnedMemoryProvider.NAME -> new CudaPinnedMemoryProvider();
+            case CudaDeviceMemoryProvider.NAME -> new CudaDeviceMemoryProvider();
             default -> throw new IllegalArgumentException("unknown memory provider '" + name
                     + "'; expected one of host, emulated-device, cuda-pinned, cuda-device");
         };

@@ -1,6 +1,5 @@
 package io.kvstore.tier.memory;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,11 +9,12 @@ import java.lang.foreign.MemorySegment;
  * @param segment the memory, aligned to at least 4 KiB
  * @param provider the provider's name, shown to operators
  * @param locked whether the pages are locked in RAM (mlock or pinned by CUDA)
+ * @param release frees the memory; called once by {@link #close()}
  */
-public record MemoryRegion(MemorySegment segment, String provider, boolean locked, Arena arena) implements AutoCloseable {
+public record MemoryRegion(MemorySegment segment, String provider, boolean locked, Runnable release) implements AutoCloseable {
 
     @Override
     public void close() {
-        arena.close();
+        release.run();
     }
 }

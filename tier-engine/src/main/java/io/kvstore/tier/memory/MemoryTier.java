@@ -44,6 +44,11 @@ public final class MemoryTier implements BlockTier {
             throw new IllegalStateException("memory provider '" + provider.name() + "' for tier " + id
                     + " is unavailable: " + availability.detail());
         }
+        if (!provider.hostAccessible()) {
+            throw new IllegalStateException("tier " + id + ": provider '" + provider.name() + "' gives memory that "
+                    + "only CUDA can copy; a memory tier copies with the CPU, so use cuda-pinned, host or "
+                    + "emulated-device for this tier");
+        }
         long effectiveSlab = Math.min(slabSize, capacityBytes / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
         long regionBytes = capacityBytes / effectiveSlab * effectiveSlab;
         this.id = id;

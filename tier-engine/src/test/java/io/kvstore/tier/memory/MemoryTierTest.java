@@ -90,4 +90,26 @@ class MemoryTierTest {
         assertThatThrownBy(() -> MemoryProvider.named("gpu"))
                 .hasMessageContaining("host, emulated-device, cuda-pinned, cuda-device");
     }
+
+    @Test
+    void cudaProvidersSayWhyTheyAreUnavailableWithoutAGpu() {
+        for (MemoryProvider provider : java.util.List.of(MemoryProvider.named("cuda-pinned"), MemoryProvider.named("cuda-device"))) {
+            var availability = provider.availability();
+            if (!availability.available()) {
+                assertThat(availability.detail()).isNotBlank();
+                assertThatThrownBy(() -> new MemoryTier(TierId.HBM, provider, 1 << 20, 1 << 20))
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining(provider.name()).hasMessageContaining(availability.detail());
+            }
+        }
+    }
+
+    @Test
+    void deviceMemoryIsRefusedByTheCpuCopyingTier() {
+        var device = MemoryProvider.named("cuda-device");
+        org.junit.jupiter.api.Assumptions.assumeTrue(device.availability().available(),
+                () -> "skipped: " + device.availability());
+        assertThatThrownBy(() -> new MemoryTier(TierId.HBM, device, 1 << 20, 1 << 20))
+                .hasMessageContaining("only CUDA can copy");
+    }
 }
