@@ -1,16 +1,9 @@
 package io.kvstore.tier.memory;
 
 import io.kvstore.ffm.Availability;
-import io.kvstore.ffm.NativeLibrary;
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,11 +18,6 @@ public final class HostMemoryProvider implements MemoryProvider {
 
     private static final Logger log = LoggerFactory.getLogger(HostMemoryProvider.class);
     private static final long PAGE = 4096;
-    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final MethodHandle MLOCK = NativeLibrary.libc().function("mlock",
-            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG),
-            Linker.Option.captureCallState("errno"));
 
     @Override
     public String name() {
@@ -54,23 +42,12 @@ public final class HostMemoryProvider implements MemoryProvider {
             arena.close();
             throw new IllegalStateException("cannot allocate " + bytes + " bytes of host memory: " + e.getMessage(), e);
         }
-        int errno = mlock(segment);
+        int errno = LibC.mlock(segment);
         if (errno != 0) {
             log.warn("host memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise RLIMIT_MEMLOCK "
                     + "or grant CAP_IPC_LOCK to keep block memory from swapping", bytes >> 20, errno);
         }
         // munlock is implicit: freeing the pages when the arena closes releases the lock.
         return new MemoryRegion(segment, NAME, errno == 0, arena::close);
-    }
-
-    /** Returns 0 on success, otherwise errno. */
-    static int mlock(MemorySegment segment) {
-        try (Arena tmp = Arena.ofConfined()) {
-            MemorySegment state = tmp.allocate(CAPTURE);
-            int rc = (int) MLOCK.invokeExact(state, segment, segment.byteSize());
-            return rc == 0 ? 0 : (int) ERRNO.get(state, 0L);
-        } catch (Throwable t) {
-            throw new IllegalStateException("mlock failed to run: " + t, t);
-        }
     }
 }

@@ -99,6 +99,31 @@ public final class SlabAllocator {
         usedBytes.addAndGet(-slotSize);
     }
 
+    /**
+     * Takes the specific slot at {@code offset} (used when a durable tier rebuilds its allocation from its
+     * index). The slot's slab must be free or already cut into slots of this size.
+     *
+     * @throws IllegalStateException when the slot is taken or its slab holds another slot size
+     */
+    public void claim(long offset, long slotSize) {
+        if (slotSize <= 0 || slotSize % SLOT_ALIGNMENT != 0 || slotSize > slabSize) {
+            throw new IllegalArgumentException("bad slot size " + slotSize);
+        }
+        int slab = (int) (offset / slabSize);
+        if (slab < 0 || slab >= slabCount || (offset - (long) slab * slabSize) % slotSize != 0
+                || offset - (long) slab * slabSize + slotSize > slabSize) {
+            throw new IllegalStateException("offset " + offset + " is not a slot of size " + slotSize);
+        }
+        classes.computeIfAbsent(slotSize, SlotClass::new).claim(offset);
+        usedBytes.addAndGet(slotSize);
+    }
+
+    private boolean takeSpecificSlab(int slab) {
+        synchronized (freeSlabs) {
+            return freeSlabs.remove(slab);
+        }
+    }
+
     /** Whether a slot of this size could be had now without freeing anything. */
     public boolean canAllocate(long slotSize) {
         SlotClass slotClass = classes.get(slotSize);
@@ -156,6 +181,23 @@ public final class SlabAllocator {
             return slab.index * slabSize + slot * slotSize;
         }
 
+        synchronized void claim(long offset) {
+            int index = (int) (offset / slabSize);
+            Slab slab = owned.get(index);
+            if (slab == null) {
+                if (!takeSpecificSlab(index)) {
+                    throw new IllegalStateException("slab " + index + " holds slots of another size");
+                }
+                slab = new Slab(index, slotsPerSlab);
+                owned.put(index, slab);
+                partial.push(slab);
+            }
+            slab.takeSpecific((int) ((offset - index * slabSize) / slotSize));
+            if (slab.freeCount == 0) {
+                partial.remove(slab);
+            }
+        }
+
         synchronized void free(long offset) {
             int index = (int) (offset / slabSize);
             Slab slab = owned.get(index);
@@ -196,6 +238,20 @@ public final class SlabAllocator {
             int slot = free[--freeCount];
             inUse.set(slot);
             return slot;
+        }
+
+        void takeSpecific(int slot) {
+            if (inUse.get(slot)) {
+                throw new IllegalStateException("slot " + slot + " of slab " + index + " is claimed twice");
+            }
+            for (int i = 0; i < freeCount; i++) {
+                if (free[i] == slot) {
+                    free[i] = free[--freeCount];
+                    inUse.set(slot);
+                    return;
+                }
+            }
+            throw new IllegalStateException("slot " + slot + " of slab " + index + " is not free");
         }
 
         void give(int slot) {
