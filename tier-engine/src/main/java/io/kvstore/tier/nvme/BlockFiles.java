@@ -39,14 +39,35 @@ final class BlockFiles implements AutoCloseable {
             openFds.set(i, -1);
         }
         java.util.Arrays.fill(fds, -1);
+        for (Path dir : config.paths()) {
+            Files.createDirectories(dir);
+            probeDirectIo(dir);
+        }
         for (int i = 0; i < fds.length; i++) {
             Path dir = config.paths().get(i % config.paths().size());
-            Files.createDirectories(dir);
             paths[i] = dir.resolve(String.format("blocks-%05d.dat", i));
             if (Files.exists(paths[i])) {
                 open(i);
                 openFds.set(i, fds[i]);
             }
+        }
+    }
+
+    /** Opens a scratch file with O_DIRECT to learn, before any block is stored, whether the filesystem allows it. */
+    private void probeDirectIo(Path dir) throws IOException {
+        Path probe = dir.resolve(".o_direct-probe");
+        try {
+            LibC.close(LibC.open(probe.toString(), LibC.O_RDWR | LibC.O_CREAT | LibC.O_CLOEXEC | LibC.O_DIRECT, MODE));
+        } catch (PosixException e) {
+            if (e.errno() != LibC.EINVAL) {
+                throw e;
+            }
+            direct = false;
+            warnedBuffered = true;
+            log.warn("the filesystem of {} does not support O_DIRECT; the NVMe tier uses buffered I/O "
+                    + "(slower, and it competes with the page cache)", dir);
+        } finally {
+            Files.deleteIfExists(probe);
         }
     }
 
