@@ -33,7 +33,9 @@ import org.slf4j.LoggerFactory;
  * written with a synced WAL, and only then does the block enter the tier's map (and so the engine's
  * catalog). A crash before the index write leaves a slot that no entry names, which is free again on
  * the next open; a crash after it leaves a complete, durable block. Batches share one fdatasync per
- * file and one synced index write (group commit). Every read is checked against the CRC32C taken at
+ * file and one synced index write (group commit), with the writes in flight together on the I/O
+ * threads when the source memory is shared (memory confined to one thread is written by that thread).
+ * Every read is checked against the CRC32C taken at
  * store time; a block that fails is dropped and counted.
  */
 public final class NvmeTier implements BlockTier {
@@ -166,16 +168,23 @@ public final class NvmeTier implements BlockTier {
             if (entries.isEmpty()) {
                 return;
             }
-            List<Future<?>> writes = new ArrayList<>(entries.size());
-            for (int i = 0; i < entries.size(); i++) {
-                NvmeIndex.Entry e = entries.get(i);
-                MemorySegment src = pending.get(i);
-                writes.add(io.submit(() -> {
-                    writeSlot(e, src);
-                    return null;
-                }));
+            if (entries.size() == 1 || !shareable(pending)) {
+                // one block, or memory confined to the caller's thread: write here
+                for (int i = 0; i < entries.size(); i++) {
+                    writeSlot(entries.get(i), pending.get(i));
+                }
+            } else {
+                List<Future<?>> writes = new ArrayList<>(entries.size());
+                for (int i = 0; i < entries.size(); i++) {
+                    NvmeIndex.Entry e = entries.get(i);
+                    MemorySegment src = pending.get(i);
+                    writes.add(io.submit(() -> {
+                        writeSlot(e, src);
+                        return null;
+                    }));
+                }
+                awaitAll(writes);
             }
-            awaitAll(writes);
             Set<Integer> synced = new TreeSet<>();
             for (NvmeIndex.Entry e : entries) {
                 if (synced.add(files.fileOf(e.offset()))) {
@@ -248,6 +257,12 @@ public final class NvmeTier implements BlockTier {
 
     /** Reads a batch with every read in flight at once; each result is checked like {@link #read}. */
     public void readAll(List<BlockKey> keys, List<MemorySegment> destinations) throws IOException {
+        if (!shareable(destinations)) {
+            for (int i = 0; i < keys.size(); i++) {
+                read(keys.get(i), destinations.get(i));
+            }
+            return;
+        }
         List<Future<?>> reads = new ArrayList<>(keys.size());
         for (int i = 0; i < keys.size(); i++) {
             BlockKey key = keys.get(i);
@@ -286,6 +301,18 @@ public final class NvmeTier implements BlockTier {
             log.warn("could not remove {} from the NVMe index: {}", key, ex.getMessage());
         }
         slabs.free(e.offset(), e.slotSize());
+        return true;
+    }
+
+    /** A thread that never runs: a segment accessible by it is accessible by every thread. */
+    private static final Thread ANY_THREAD = Thread.ofPlatform().unstarted(() -> { });
+
+    private static boolean shareable(List<MemorySegment> segments) {
+        for (MemorySegment s : segments) {
+            if (!s.isAccessibleBy(ANY_THREAD)) {
+                return false;
+            }
+        }
         return true;
     }
 
