@@ -1,0 +1,73 @@
+package io.kvstore.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.NvmeTier;
+import io.kvstore.tier.nvme.NvmeTierConfig;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** DRAM over NVMe: blocks demote to disk past the watermark and are found again after a restart. */
+class TierEngineNvmeTest {
+
+    private static final int BLOCK = 64 * 1024;
+
+    @TempDir
+    Path dir;
+
+    private TierEngine open() throws Exception {
+        List<BlockTier> tiers = List.of(
+                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 16L * BLOCK, 4L * BLOCK),
+                new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 4)));
+        return new TierEngine(tiers, Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, false)),
+                Duration.ofMinutes(2), EngineEvents.NONE, Clock.systemUTC());
+    }
+
+    @Test
+    void blocksDemotedToNvmeAreFoundAfterARestart() throws Exception {
+        List<BlockKey> keys = new ArrayList<>();
+        try (Arena arena = Arena.ofShared()) {
+            try (TierEngine engine = open()) {
+                BlockHash parent = null;
+                for (long id = 1; id <= 64; id++) {
+                    BlockKey key = TestBlocks.key("model", id);
+                    engine.put(key, parent, TestBlocks.bytes(arena, id, BLOCK));
+                    keys.add(key);
+                    parent = key.hash();
+                }
+                engine.awaitMoves();
+                var dram = engine.tier(TierId.DRAM);
+                assertThat(dram.usedBytes()).isLessThanOrEqualTo((long) (0.75 * dram.capacityBytes()));
+                assertThat(engine.tier(TierId.NVME).blockCount()).isGreaterThanOrEqualTo(52);
+                assertThat(engine.lookup("model", keys.stream().map(BlockKey::hash).toList()).matchedBlocks()).isEqualTo(64);
+            }
+            try (TierEngine engine = open()) {
+                var result = engine.lookup("model", keys.stream().map(BlockKey::hash).toList());
+                // DRAM is volatile: the chain is found up to the first block that lived only in DRAM
+                assertThat(result.matchedBlocks()).isGreaterThanOrEqualTo(52);
+                assertThat(result.tiers()).containsOnly(TierId.NVME);
+                MemorySegment dst = arena.allocate(BLOCK);
+                for (int i = 0; i < result.matchedBlocks(); i++) {
+                    engine.get(keys.get(i), dst);
+                    assertThat(dst.mismatch(TestBlocks.bytes(arena, i + 1, BLOCK))).as("block %d", i + 1).isEqualTo(-1);
+                }
+                assertThat(engine.entry(keys.get(1)).parent()).isEqualTo(keys.get(0).hash());
+            }
+        }
+    }
+}
