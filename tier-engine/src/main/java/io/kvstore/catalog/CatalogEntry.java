@@ -22,15 +22,17 @@ public final class CatalogEntry {
     private final int crc32c;
     private final long createdMillis;
 
-    private int tiers;
+    /** Written under the monitor, read without it on the lookup path. */
+    private volatile int tiers;
     private int pins;
     private int leases;
     private int readers;
     private int moving;
     private boolean writing;
     private boolean dead;
-    private volatile long lastAccessMillis;
-    private volatile long accessCount;
+    // Advisory access statistics: written racily without fences (a lost update only blurs them).
+    private long lastAccessMillis;
+    private long accessCount;
 
     public CatalogEntry(BlockKey key, BlockHash parent, int length, int crc32c, long nowMillis) {
         this.key = key;
@@ -76,27 +78,33 @@ public final class CatalogEntry {
     }
 
     void touch(long nowMillis) {
-        lastAccessMillis = nowMillis;
-        accessCount++; // racy increments may be lost; the count is advisory
+        if (lastAccessMillis != nowMillis) {
+            lastAccessMillis = nowMillis;
+        }
+        accessCount++;
     }
 
-    public synchronized boolean resident() {
+    public boolean resident() {
         return tiers != 0;
     }
 
-    public synchronized boolean residentIn(TierId tier) {
+    public boolean residentIn(TierId tier) {
         return (tiers & bit(tier)) != 0;
     }
 
+    private static final TierId[] TIERS = TierId.values();
+
     /** The fastest tier holding a copy, or null. */
-    public synchronized TierId fastestTier() {
-        return tiers == 0 ? null : TierId.values()[Integer.numberOfTrailingZeros(tiers)];
+    public TierId fastestTier() {
+        int mask = tiers;
+        return mask == 0 ? null : TIERS[Integer.numberOfTrailingZeros(mask)];
     }
 
-    public synchronized Set<TierId> tiers() {
+    public Set<TierId> tiers() {
+        int mask = tiers;
         EnumSet<TierId> set = EnumSet.noneOf(TierId.class);
-        for (TierId t : TierId.values()) {
-            if ((tiers & bit(t)) != 0) {
+        for (TierId t : TIERS) {
+            if ((mask & bit(t)) != 0) {
                 set.add(t);
             }
         }
