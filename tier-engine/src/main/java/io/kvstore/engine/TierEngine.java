@@ -64,6 +64,7 @@ public final class TierEngine implements AutoCloseable {
     private final Duration defaultLeaseTimeout;
     private final Map<String, Lease> leases = new ConcurrentHashMap<>();
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
+    private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
     private final ExecutorService mover;
     private final java.util.concurrent.atomic.AtomicInteger pendingMoves = new java.util.concurrent.atomic.AtomicInteger();
     private final ScheduledExecutorService leaseSweeper;
@@ -199,6 +200,10 @@ public final class TierEngine implements AutoCloseable {
             }
             if (entry.publishWrite(target)) {
                 policies.get(target).onInsert(key, entry.parentKey());
+                TierId durable = tiers.lastKey();
+                if (durable != target && writeThrough.contains(key.namespace())) {
+                    copyThrough(entry, target, durable);
+                }
                 afterInsert(target);
                 return target;
             }
@@ -529,6 +534,40 @@ public final class TierEngine implements AutoCloseable {
                 promotionsQueued.remove(entry.key());
             }
         });
+    }
+
+    /**
+     * Write-through: copies a just-stored block to the slowest (durable) tier before the put returns,
+     * holding it as a reader so a concurrent delete waits for the copy to be published or removed.
+     */
+    private void copyThrough(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
+        long start = System.nanoTime();
+        read(entry.key(), (tier, rec, bytes) -> {
+            if (entry.residentIn(to)) {
+                return null;
+            }
+            writeWithRoom(tiers.get(to), entry, record, bytes);
+            if (entry.addTier(to)) {
+                policies.get(to).onInsert(entry.key(), entry.parentKey());
+                events.moved(from, to, entry.length(), System.nanoTime() - start);
+            } else {
+                tiers.get(to).delete(entry.key());
+            }
+            return null;
+        });
+    }
+
+    /**
+     * Chooses write-back (the default: blocks reach the slowest tier when they are demoted) or
+     * write-through (every put also writes the slowest tier before it returns) for a namespace.
+     */
+    public void setWriteThrough(String namespace, boolean enabled) {
+        if (enabled) {
+            writeThrough.add(namespace);
+        } else {
+            writeThrough.remove(namespace);
+        }
     }
 
     private void promote(CatalogEntry entry, TierId from, TierId to) throws IOException {

@@ -70,4 +70,23 @@ class TierEngineNvmeTest {
             }
         }
     }
+
+    @Test
+    void writeThroughNamespaceIsOnNvmeWhenThePutReturns() throws Exception {
+        try (Arena arena = Arena.ofShared()) {
+            try (TierEngine engine = open()) {
+                engine.setWriteThrough("durable", true);
+                engine.put(TestBlocks.key("durable", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
+                engine.put(TestBlocks.key("volatile", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
+                assertThat(engine.entry(TestBlocks.key("durable", 1)).tiers()).containsExactly(TierId.DRAM, TierId.NVME);
+                assertThat(engine.entry(TestBlocks.key("volatile", 1)).tiers()).containsExactly(TierId.DRAM);
+            }
+            try (TierEngine engine = open()) {
+                MemorySegment dst = arena.allocate(BLOCK);
+                engine.get(TestBlocks.key("durable", 1), dst);
+                assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
+                assertThat(engine.entry(TestBlocks.key("volatile", 1))).isNull();
+            }
+        }
+    }
 }
