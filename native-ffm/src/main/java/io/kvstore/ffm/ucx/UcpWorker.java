@@ -1,0 +1,149 @@
+package io.kvstore.ffm.ucx;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * A UCP worker: the progress engine that endpoints and requests run on. Created in
+ * UCS_THREAD_MODE_MULTI, so requests may be posted from any thread while a progress thread (see
+ * {@link #startProgressThread}) or the waiting caller drives completion.
+ */
+public final class UcpWorker implements AutoCloseable {
+
+    private final UcpContext context;
+    private final Ucp ucp;
+    private final MemorySegment handle;
+    private final byte[] address;
+    private volatile Thread progressThread;
+    private volatile boolean closing;
+
+    UcpWorker(UcpContext context) {
+        this.context = context;
+        this.ucp = context.ucp();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment params = arena.allocate(Ucp.WORKER_PARAMS);
+            params.set(JAVA_LONG, 0, Ucp.WORKER_PARAM_FIELD_THREAD_MODE);
+            params.set(JAVA_INT, 8, Ucp.THREAD_MODE_MULTI);
+            MemorySegment out = arena.allocate(ADDRESS);
+            Ucp.check("ucp_worker_create", (int) ucp.workerCreate.invokeExact(context.handle(), params, out));
+            handle = out.get(ADDRESS, 0);
+            MemorySegment addressOut = arena.allocate(ADDRESS);
+            MemorySegment lengthOut = arena.allocate(JAVA_LONG);
+            Ucp.check("ucp_worker_get_address", (int) ucp.workerGetAddress.invokeExact(handle, addressOut, lengthOut));
+            MemorySegment raw = addressOut.get(ADDRESS, 0).reinterpret(lengthOut.get(JAVA_LONG, 0));
+            address = raw.toArray(JAVA_BYTE);
+            ucp.workerReleaseAddress.invokeExact(handle, raw);
+        } catch (Throwable t) {
+            throw Ucp.rethrow("ucp_worker_create", t);
+        }
+    }
+
+    /** This worker's address, for a peer to connect an endpoint to. */
+    public byte[] address() {
+        return address.clone();
+    }
+
+    MemorySegment handle() {
+        return handle;
+    }
+
+    Ucp ucp() {
+        return ucp;
+    }
+
+    /** Connects to the worker whose address a peer published; a failed peer fails its requests. */
+    public UcpEndpoint connect(byte[] peerAddress) {
+        return new UcpEndpoint(this, peerAddress);
+    }
+
+    /** Progresses communication once; returns the number of events handled. */
+    public int progress() {
+        try {
+            return (int) ucp.workerProgress.invokeExact(handle);
+        } catch (Throwable t) {
+            throw Ucp.rethrow("ucp_worker_progress", t);
+        }
+    }
+
+    /**
+     * Starts a daemon thread that progresses this worker until it closes, spinning while there is work
+     * and parking briefly when there is none.
+     */
+    public synchronized void startProgressThread(String name) {
+        if (progressThread != null) {
+            return;
+        }
+        progressThread = Thread.ofPlatform().name(name).daemon().start(() -> {
+            while (!closing) {
+                if (progress() == 0) {
+                    LockSupport.parkNanos(20_000);
+                }
+            }
+        });
+    }
+
+    /**
+     * Waits for the request behind a ucs_status_ptr_t, progressing the worker, then frees it.
+     *
+     * @throws UcxException naming {@code call} on failure, or on time-out (after cancelling the request)
+     */
+    void await(String call, MemorySegment statusPtr, Duration timeout) {
+        int status = Ucp.statusOf(statusPtr);
+        if (status != Ucp.IN_PROGRESS) {
+            Ucp.check(call, status);
+            return;
+        }
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try {
+            while (true) {
+                status = (int) ucp.requestCheckStatus.invokeExact(statusPtr);
+                if (status != Ucp.IN_PROGRESS) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    ucp.requestCancel.invokeExact(handle, statusPtr);
+                    while ((int) ucp.requestCheckStatus.invokeExact(statusPtr) == Ucp.IN_PROGRESS) {
+                        progress();
+                    }
+                    ucp.requestFree.invokeExact(statusPtr);
+                    throw new UcxException(call + " timed out after " + timeout.toMillis() + " ms", 0);
+                }
+                if (progressThread == null) {
+                    progress();
+                } else {
+                    LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(5));
+                }
+            }
+            ucp.requestFree.invokeExact(statusPtr);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(call, t);
+        }
+        Ucp.check(call, status);
+    }
+
+    @Override
+    public void close() {
+        closing = true;
+        Thread t = progressThread;
+        if (t != null) {
+            try {
+                t.join(5_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            ucp.workerDestroy.invokeExact(handle);
+        } catch (Throwable e) {
+            throw Ucp.rethrow("ucp_worker_destroy", e);
+        }
+    }
+}
