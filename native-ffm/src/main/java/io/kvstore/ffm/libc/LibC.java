@@ -60,6 +60,8 @@ public final class LibC {
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
     private static final MethodHandle MUNLOCK = LIBC.function("munlock",
             FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle SETENV = LIBC.function("setenv",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
     private static final MethodHandle STRERROR = LIBC.function("strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
     private LibC() {
@@ -200,6 +202,23 @@ public final class LibC {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("fdatasync(" + path + ") failed to run", t);
+        }
+    }
+
+    /**
+     * setenv(3) in the process environment (which native libraries read; Java's own view of the
+     * environment does not change). Does nothing when {@code overwrite} is false and the variable is set.
+     */
+    public static void setenv(String name, String value, boolean overwrite) {
+        try (Arena arena = Arena.ofConfined()) {
+            int rc = (int) SETENV.invokeExact(arena.allocateFrom(name), arena.allocateFrom(value), overwrite ? 1 : 0);
+            if (rc != 0) {
+                throw new IllegalStateException("setenv(" + name + ") failed");
+            }
+        } catch (RuntimeException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("setenv(" + name + ") failed to run", t);
         }
     }
 

@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
@@ -79,6 +80,10 @@ public final class Ucp {
         static final Availability AVAILABILITY;
 
         static {
+            // The JVM uses SIGSEGV and SIGBUS itself (safepoints, null checks, memory-mapped I/O); UCX's own
+            // handlers for them would turn those into aborts. JUCX does the same before loading UCX.
+            // A value the operator set in the environment is kept.
+            LibC.setenv("UCX_ERROR_SIGNALS", "", false);
             Ucp ucp = null;
             Availability availability;
             try {
