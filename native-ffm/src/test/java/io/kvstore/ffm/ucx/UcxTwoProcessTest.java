@@ -37,10 +37,18 @@ class UcxTwoProcessTest {
             implements AutoCloseable {
 
         static Peer start(long size) throws Exception {
+            return start(size, null);
+        }
+
+        static Peer start(long size, String transports) throws Exception {
             String java = ProcessHandle.current().info().command().orElse("java");
-            Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+            ProcessBuilder builder = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
                     System.getProperty("java.class.path"), UcxPeerProcess.class.getName(), String.valueOf(size))
-                    .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    .redirectError(ProcessBuilder.Redirect.INHERIT);
+            if (transports != null) {
+                builder.environment().put("UCX_TLS", transports);
+            }
+            Process p = builder.start();
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream()));
             String address = out.readLine();
             String region = out.readLine();
@@ -103,6 +111,44 @@ class UcxTwoProcessTest {
                         size / putSeconds / 1e6, size / getSeconds / 1e6);
                 peer.ask("quit");
             }
+        }
+    }
+
+    /**
+     * Over TCP, UCX 1.13 emulates put/get in software at tens of MB/s (docs/benchmarks.md), so this
+     * moves 32 MiB: it proves the wire-up, keys and data over TCP, not the bandwidth.
+     */
+    @Test
+    void rmaWorksOverTcpBetweenProcesses() throws Exception {
+        long size = 32L << 20;
+        io.kvstore.ffm.libc.LibC.setenv("UCX_TLS", "tcp", true);
+        try (Peer peer = Peer.start(size, "tcp");
+                Arena arena = Arena.ofShared();
+                UcpContext context = new UcpContext(Ucp.FEATURE_RMA);
+                UcpWorker worker = context.newWorker()) {
+            MemorySegment local = arena.allocate(size, 4096);
+            for (long i = 0; i < size; i += 8) {
+                local.set(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L + 1);
+            }
+            try (UcpEndpoint endpoint = worker.connect(peer.address());
+                    RemoteKey key = endpoint.unpack(peer.key())) {
+                long start = System.nanoTime();
+                for (long off = 0; off < size; off += BLOCK) {
+                    endpoint.put(local.asSlice(off, BLOCK), peer.region() + off, key, TIMEOUT);
+                }
+                endpoint.flush(TIMEOUT);
+                System.out.printf("UCX over tcp, 32 MiB put: %.0f MB/s%n", size / ((System.nanoTime() - start) / 1e9) / 1e6);
+                assertThat(peer.ask("crc")).isEqualTo("CRC " + crc(local));
+                local.fill((byte) 0);
+                assertThat(peer.ask("fill")).isEqualTo("FILLED");
+                for (long off = 0; off < size; off += BLOCK) {
+                    endpoint.get(local.asSlice(off, BLOCK), peer.region() + off, key, TIMEOUT);
+                }
+                assertThat(peer.ask("crc")).isEqualTo("CRC " + crc(local));
+                peer.ask("quit");
+            }
+        } finally {
+            io.kvstore.ffm.libc.LibC.setenv("UCX_TLS", System.getenv().getOrDefault("UCX_TLS", "all"), true);
         }
     }
 
