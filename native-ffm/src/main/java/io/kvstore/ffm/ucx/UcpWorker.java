@@ -74,17 +74,26 @@ public final class UcpWorker implements AutoCloseable {
     }
 
     /**
-     * Starts a daemon thread that progresses this worker until it closes, spinning while there is work
-     * and parking briefly when there is none.
+     * Starts a daemon thread that progresses this worker until it closes. It spins for a millisecond after
+     * the last event (transfers that need the target's progress run at full speed), then backs off to
+     * parking up to a millisecond at a time (an idle worker costs almost no CPU).
      */
     public synchronized void startProgressThread(String name) {
         if (progressThread != null) {
             return;
         }
         progressThread = Thread.ofPlatform().name(name).daemon().start(() -> {
+            long lastEvent = System.nanoTime();
             while (!closing) {
-                if (progress() == 0) {
-                    LockSupport.parkNanos(20_000);
+                if (progress() > 0) {
+                    lastEvent = System.nanoTime();
+                    continue;
+                }
+                long idle = System.nanoTime() - lastEvent;
+                if (idle < 1_000_000) {
+                    Thread.onSpinWait();
+                } else {
+                    LockSupport.parkNanos(Math.min(1_000_000, idle / 16));
                 }
             }
         });
