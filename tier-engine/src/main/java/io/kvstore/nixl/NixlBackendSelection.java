@@ -1,0 +1,127 @@
+package io.kvstore.nixl;
+
+import io.kvstore.ffm.Availability;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.stream.Collectors;
+
+/**
+ * Which NIXL backends kvstore uses, from {@code DYN_KVBM_NIXL_BACKEND_<NAME>} variables (Dynamo KVBM's
+ * names and rules) and the equivalent configuration map, the environment winning per name.
+ *
+ * <p>Values are trimmed and case-insensitive: {@code true|1|on|yes} enable, {@code false|0|off|no}
+ * disable, anything else is a start-up error naming the variable and the allowed values. Names may
+ * contain underscores ({@code GDS_MT}). With no backend named anywhere, UCX alone is enabled. When every
+ * named backend is disabled the set is empty: that is what the operator asked for, and the service then
+ * moves blocks over HTTP only. An enabled backend whose library is unavailable fails start-up, unless
+ * {@code requireBackends} is false, in which case it is reported unavailable and not used.
+ */
+public final class NixlBackendSelection {
+
+    /** The environment variable prefix. */
+    public static final String PREFIX = "DYN_KVBM_NIXL_BACKEND_";
+
+    private static final Set<String> TRUE = Set.of("true", "1", "on", "yes");
+    private static final Set<String> FALSE = Set.of("false", "0", "off", "no");
+
+    private NixlBackendSelection() {
+    }
+
+    /**
+     * The resolved choice.
+     *
+     * @param enabled backends enabled and usable (their library is available)
+     * @param unavailable enabled backends whose library is missing, with the reason (only when not required)
+     * @param sources where each backend's setting came from ("environment", "configuration", "default")
+     */
+    public record Resolved(Set<String> enabled, Map<String, String> unavailable, Map<String, String> sources) {
+
+        public Resolved {
+            enabled = Set.copyOf(new TreeSet<>(enabled));
+            unavailable = Map.copyOf(unavailable);
+            sources = Map.copyOf(sources);
+        }
+
+        /** One line for the start-up log and health. */
+        public String summary() {
+            String used = enabled.isEmpty() ? "none (HTTP data plane only)" : String.join(", ", new TreeSet<>(enabled));
+            String missing = unavailable.isEmpty() ? "" : "; enabled but unavailable: " + new TreeMap<>(unavailable).entrySet()
+                    .stream().map(e -> e.getKey() + " (" + e.getValue() + ")").collect(Collectors.joining(", "));
+            return "NIXL backends: " + used + missing;
+        }
+    }
+
+    /**
+     * Resolves the backend set.
+     *
+     * @param environment the process environment (only {@code DYN_KVBM_NIXL_BACKEND_*} entries are read)
+     * @param configured backend name to value from configuration (same values as the environment)
+     * @param requireBackends whether an enabled backend whose library is unavailable fails start-up
+     * @param probe a backend's availability (library and plugin present)
+     * @throws IllegalArgumentException naming the variable or property and the allowed values
+     * @throws IllegalStateException when a required backend is unavailable, with the reason
+     */
+    public static Resolved resolve(Map<String, String> environment, Map<String, String> configured,
+            boolean requireBackends, Function<String, Availability> probe) {
+        Map<String, Boolean> choice = new TreeMap<>();
+        Map<String, String> sources = new TreeMap<>();
+        configured.forEach((name, value) -> {
+            String backend = normalise(name, "kvstore.nixl.backends." + name);
+            choice.put(backend, parse(value, "kvstore.nixl.backends." + name));
+            sources.put(backend, "configuration");
+        });
+        environment.forEach((variable, value) -> {
+            if (variable.startsWith(PREFIX)) {
+                String backend = normalise(variable.substring(PREFIX.length()), variable);
+                choice.put(backend, parse(value, variable));
+                sources.put(backend, "environment");
+            }
+        });
+        if (choice.isEmpty()) {
+            choice.put("UCX", true);
+            sources.put("UCX", "default");
+        }
+        Set<String> enabled = new TreeSet<>();
+        Map<String, String> unavailable = new TreeMap<>();
+        for (var entry : choice.entrySet()) {
+            if (!entry.getValue()) {
+                continue;
+            }
+            Availability availability = probe.apply(entry.getKey());
+            if (availability.available()) {
+                enabled.add(entry.getKey());
+            } else if (requireBackends) {
+                throw new IllegalStateException("NIXL backend " + entry.getKey() + " is enabled (" + sources.get(entry.getKey())
+                        + ") but unavailable: " + availability.detail() + "; install it, disable it with "
+                        + PREFIX + entry.getKey() + "=false, or set kvstore.nixl.require-backends=false");
+            } else {
+                unavailable.put(entry.getKey(), availability.detail());
+            }
+        }
+        return new Resolved(enabled, unavailable, sources);
+    }
+
+    private static String normalise(String name, String origin) {
+        String upper = name.trim().toUpperCase(Locale.ROOT);
+        if (upper.isEmpty() || !upper.matches("[A-Z0-9]+(_[A-Z0-9]+)*")) {
+            throw new IllegalArgumentException(origin + ": '" + name + "' is not a backend name (letters, digits, single underscores)");
+        }
+        return upper;
+    }
+
+    private static boolean parse(String value, String origin) {
+        String v = value == null ? "" : value.trim().toLowerCase(Locale.ROOT);
+        if (TRUE.contains(v)) {
+            return true;
+        }
+        if (FALSE.contains(v)) {
+            return false;
+        }
+        throw new IllegalArgumentException(origin + "='" + value + "' is not allowed; use true, 1, on, yes to enable "
+                + "or false, 0, off, no to disable");
+    }
+}
