@@ -15,12 +15,15 @@ import java.util.HexFormat;
 
 /**
  * UCX put/get bandwidth of kvstore's binding between two processes, for comparison with ucx_perftest.
- * Usage: UcxBandwidth MESSAGE_BYTES TOTAL_BYTES (forks itself as the peer). Rotates over a 1 GiB region.
+ * Usage: UcxBandwidth MESSAGE_BYTES TOTAL_BYTES (forks itself as the peer). Rotates over a 1 GiB region
+ * with eight requests in flight.
  * Prints "put MB/s get MB/s".
  */
 public final class UcxBandwidth {
 
     private static final long REGION = 1L << 30;
+    /** Requests in flight, as UcxTransferEngine keeps them. */
+    private static final int WINDOW = 8;
 
     public static void main(String[] args) throws Exception {
         if (args[0].equals("peer")) {
@@ -54,16 +57,29 @@ public final class UcxBandwidth {
                     }
                 }
                 long start = System.nanoTime();
+                java.util.ArrayDeque<io.kvstore.ffm.ucx.UcpRequest> window = new java.util.ArrayDeque<>();
                 for (long i = 0; i < count; i++) {
                     long off = i % slots * message;
-                    endpoint.put(local.asSlice(off, message), remote + off, key, timeout);
+                    if (window.size() == WINDOW) {
+                        worker.await(window.poll(), timeout);
+                    }
+                    window.add(endpoint.putAsync(local.asSlice(off, message), remote + off, key));
+                }
+                while (!window.isEmpty()) {
+                    worker.await(window.poll(), timeout);
                 }
                 endpoint.flush(timeout);
                 double put = (double) count * message / ((System.nanoTime() - start) / 1e9) / 1e6;
                 start = System.nanoTime();
                 for (long i = 0; i < count; i++) {
                     long off = i % slots * message;
-                    endpoint.get(local.asSlice(off, message), remote + off, key, timeout);
+                    if (window.size() == WINDOW) {
+                        worker.await(window.poll(), timeout);
+                    }
+                    window.add(endpoint.getAsync(local.asSlice(off, message), remote + off, key));
+                }
+                while (!window.isEmpty()) {
+                    worker.await(window.poll(), timeout);
                 }
                 double get = (double) count * message / ((System.nanoTime() - start) / 1e9) / 1e6;
                 System.out.printf("%.0f %.0f%n", put, get);

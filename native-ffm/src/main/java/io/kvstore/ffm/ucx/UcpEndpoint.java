@@ -54,25 +54,38 @@ public final class UcpEndpoint implements AutoCloseable {
 
     /** Writes {@code local} to the peer's memory at {@code remoteAddress}; complete locally on return. */
     public void put(MemorySegment local, long remoteAddress, RemoteKey key, Duration timeout) {
+        worker.await(putAsync(local, remoteAddress, key), timeout);
+    }
+
+    /** Reads the peer's memory at {@code remoteAddress} into {@code local}; complete on return. */
+    public void get(MemorySegment local, long remoteAddress, RemoteKey key, Duration timeout) {
+        worker.await(getAsync(local, remoteAddress, key), timeout);
+    }
+
+    /**
+     * Posts a put without waiting; several may be in flight. {@code local} must stay valid until the
+     * request is awaited with {@link UcpWorker#await(UcpRequest, Duration)}.
+     */
+    public UcpRequest putAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
             MemorySegment status = (MemorySegment) ucp.putNbx.invokeExact(handle, local, local.byteSize(),
                     remoteAddress, key.handle(), param);
-            worker.await("ucp_put_nbx(" + local.byteSize() + " bytes to 0x" + Long.toHexString(remoteAddress) + ")",
-                    status, timeout);
+            return new UcpRequest("ucp_put_nbx(" + local.byteSize() + " bytes to 0x" + Long.toHexString(remoteAddress) + ")",
+                    status);
         } catch (Throwable t) {
             throw Ucp.rethrow("ucp_put_nbx", t);
         }
     }
 
-    /** Reads the peer's memory at {@code remoteAddress} into {@code local}; complete on return. */
-    public void get(MemorySegment local, long remoteAddress, RemoteKey key, Duration timeout) {
+    /** Posts a get without waiting; see {@link #putAsync}. */
+    public UcpRequest getAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
             MemorySegment status = (MemorySegment) ucp.getNbx.invokeExact(handle, local, local.byteSize(),
                     remoteAddress, key.handle(), param);
-            worker.await("ucp_get_nbx(" + local.byteSize() + " bytes from 0x" + Long.toHexString(remoteAddress) + ")",
-                    status, timeout);
+            return new UcpRequest("ucp_get_nbx(" + local.byteSize() + " bytes from 0x" + Long.toHexString(remoteAddress) + ")",
+                    status);
         } catch (Throwable t) {
             throw Ucp.rethrow("ucp_get_nbx", t);
         }
@@ -82,7 +95,7 @@ public final class UcpEndpoint implements AutoCloseable {
     public void flush(Duration timeout) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            worker.await("ucp_ep_flush_nbx", (MemorySegment) ucp.epFlushNbx.invokeExact(handle, param), timeout);
+            worker.await(new UcpRequest("ucp_ep_flush_nbx", (MemorySegment) ucp.epFlushNbx.invokeExact(handle, param)), timeout);
         } catch (Throwable t) {
             throw Ucp.rethrow("ucp_ep_flush_nbx", t);
         }
@@ -97,7 +110,7 @@ public final class UcpEndpoint implements AutoCloseable {
             param.set(JAVA_INT, 4, Ucp.EP_CLOSE_FLAG_FORCE);
             MemorySegment status = (MemorySegment) ucp.epCloseNbx.invokeExact(handle, param);
             try {
-                worker.await("ucp_ep_close_nbx", status, Duration.ofSeconds(5));
+                worker.await(new UcpRequest("ucp_ep_close_nbx", status), Duration.ofSeconds(5));
             } catch (UcxException closingAnyway) {
                 // a forced close of an endpoint whose peer is gone may report the peer's failure
             }

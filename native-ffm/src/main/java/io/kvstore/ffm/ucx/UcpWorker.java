@@ -100,11 +100,13 @@ public final class UcpWorker implements AutoCloseable {
     }
 
     /**
-     * Waits for the request behind a ucs_status_ptr_t, progressing the worker, then frees it.
+     * Waits for a posted request, progressing the worker (unless a progress thread does), then frees it.
      *
      * @throws UcxException naming {@code call} on failure, or on time-out (after cancelling the request)
      */
-    void await(String call, MemorySegment statusPtr, Duration timeout) {
+    public void await(UcpRequest request, Duration timeout) {
+        String call = request.call();
+        MemorySegment statusPtr = request.statusPtr();
         int status = Ucp.statusOf(statusPtr);
         if (status != Ucp.IN_PROGRESS) {
             Ucp.check(call, status);

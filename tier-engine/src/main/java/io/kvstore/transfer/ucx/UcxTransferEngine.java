@@ -5,6 +5,7 @@ import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.ffm.ucx.UcpContext;
 import io.kvstore.ffm.ucx.UcpEndpoint;
 import io.kvstore.ffm.ucx.UcpMemory;
+import io.kvstore.ffm.ucx.UcpRequest;
 import io.kvstore.ffm.ucx.UcpWorker;
 import io.kvstore.ffm.ucx.UcxException;
 import io.kvstore.transfer.LocalRegion;
@@ -18,6 +19,7 @@ import io.kvstore.transfer.TransferResult;
 import io.kvstore.transfer.TransferSpan;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
@@ -26,7 +28,8 @@ import java.util.concurrent.Executors;
 /**
  * {@link TransferEngine} on UCX directly (libucp), the fallback when NIXL is absent, like TensorRT-LLM's
  * UCX option. One context and worker per engine with its own progress thread; requests are posted from
- * a small pool so callers never block, and every request has a deadline so a dead peer fails it.
+ * a small pool so callers never block, up to eight of a transfer in flight at once, and every request
+ * has a deadline so a dead peer fails it.
  *
  * <p>Transfers use UCX one-sided put/get whatever the transport; UCX picks shared memory between
  * processes of one host and TCP or RDMA across hosts (UCX_TLS selects). Over TCP, UCX 1.13 emulates
@@ -38,6 +41,8 @@ public final class UcxTransferEngine implements TransferEngine {
     private final UcpWorker worker;
     private final ExecutorService posting;
     private final Duration timeout;
+    /** Requests kept in flight per transfer: enough to cover a request's latency with the next ones. */
+    private static final int WINDOW = 8;
 
     public UcxTransferEngine(Duration timeout) {
         if (!Ucp.availability().available()) {
@@ -120,15 +125,31 @@ public final class UcxTransferEngine implements TransferEngine {
             long start = System.nanoTime();
             long bytes = 0;
             try (RemoteKey key = ucxPeer.endpoint().unpack(remote.remoteKey())) {
-                for (TransferSpan s : merged) {
-                    MemorySegment buffer = local.segment().asSlice(s.localOffset(), s.length());
-                    long remoteAddress = remote.address() + s.remoteOffset();
-                    if (op == TransferOp.WRITE) {
-                        ucxPeer.endpoint().put(buffer, remoteAddress, key, timeout);
-                    } else {
-                        ucxPeer.endpoint().get(buffer, remoteAddress, key, timeout);
+                ArrayDeque<UcpRequest> inFlight = new ArrayDeque<>();
+                try {
+                    for (TransferSpan s : merged) {
+                        MemorySegment buffer = local.segment().asSlice(s.localOffset(), s.length());
+                        long remoteAddress = remote.address() + s.remoteOffset();
+                        if (inFlight.size() == WINDOW) {
+                            worker.await(inFlight.poll(), timeout);
+                        }
+                        inFlight.add(op == TransferOp.WRITE
+                                ? ucxPeer.endpoint().putAsync(buffer, remoteAddress, key)
+                                : ucxPeer.endpoint().getAsync(buffer, remoteAddress, key));
+                        bytes += s.length();
                     }
-                    bytes += s.length();
+                    while (!inFlight.isEmpty()) {
+                        worker.await(inFlight.poll(), timeout);
+                    }
+                } finally {
+                    // after a failure, still reap what was posted so no request or buffer is left in UCX's hands
+                    while (!inFlight.isEmpty()) {
+                        try {
+                            worker.await(inFlight.poll(), timeout);
+                        } catch (UcxException ignored) {
+                            // the first failure is the one reported
+                        }
+                    }
                 }
                 if (op == TransferOp.WRITE) {
                     ucxPeer.endpoint().flush(timeout);
