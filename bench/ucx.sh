@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # UCX put/get bandwidth of kvstore's binding beside ucx_perftest, same machine, same transports.
 # Usage: bench/ucx.sh [UCX_TLS]   (default: UCX's own choice; e.g. "tcp" or "posix,cma,self")
+# KVSTORE_UCX_PEER_ERRORS=0 connects without UCX peer-failure handling (lets UCX use shared memory).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ -n "${1:-}" ]] && export UCX_TLS="$1"

@@ -47,7 +47,7 @@ public final class UcxBandwidth {
             local.fill((byte) 7);
             Duration timeout = Duration.ofSeconds(30);
             try (UcpMemory registered = context.map(local);
-                    UcpEndpoint endpoint = worker.connect(address);
+                    UcpEndpoint endpoint = worker.connect(address, !"0".equals(System.getenv("KVSTORE_UCX_PEER_ERRORS")));
                     RemoteKey key = endpoint.unpack(HexFormat.of().parseHex(region[1]))) {
                 long slots = REGION / message;
                 long count = total / message;

@@ -18,7 +18,7 @@ public final class UcpEndpoint implements AutoCloseable {
     private final Ucp ucp;
     private final MemorySegment handle;
 
-    UcpEndpoint(UcpWorker worker, byte[] peerAddress) {
+    UcpEndpoint(UcpWorker worker, byte[] peerAddress, boolean peerErrorHandling) {
         this.worker = worker;
         this.ucp = worker.ucp();
         try (Arena arena = Arena.ofConfined()) {
@@ -26,7 +26,7 @@ public final class UcpEndpoint implements AutoCloseable {
             MemorySegment params = arena.allocate(Ucp.EP_PARAMS);
             params.set(JAVA_LONG, 0, Ucp.EP_PARAM_FIELD_REMOTE_ADDRESS | Ucp.EP_PARAM_FIELD_ERR_HANDLING_MODE);
             params.set(ADDRESS, 8, address);
-            params.set(JAVA_INT, 16, Ucp.ERR_HANDLING_MODE_PEER);
+            params.set(JAVA_INT, 16, peerErrorHandling ? Ucp.ERR_HANDLING_MODE_PEER : 0);
             MemorySegment out = arena.allocate(ADDRESS);
             Ucp.check("ucp_ep_create", (int) ucp.epCreate.invokeExact(worker.handle(), params, out));
             handle = out.get(ADDRESS, 0);

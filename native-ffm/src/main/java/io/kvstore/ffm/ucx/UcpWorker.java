@@ -59,9 +59,20 @@ public final class UcpWorker implements AutoCloseable {
         return ucp;
     }
 
-    /** Connects to the worker whose address a peer published; a failed peer fails its requests. */
+    /**
+     * Connects to the worker whose address a peer published.
+     *
+     * <p>UCX 1.13's shared-memory transports do not support peer-failure handling, so asking for it
+     * ({@code peerErrorHandling}) makes UCX fall back to TCP even between processes of one host. Without
+     * it a dead peer still fails requests: every wait has a deadline.
+     */
+    public UcpEndpoint connect(byte[] peerAddress, boolean peerErrorHandling) {
+        return new UcpEndpoint(this, peerAddress, peerErrorHandling);
+    }
+
+    /** Connects with UCX peer-failure handling (portable; TCP between processes of one host in UCX 1.13). */
     public UcpEndpoint connect(byte[] peerAddress) {
-        return new UcpEndpoint(this, peerAddress);
+        return connect(peerAddress, true);
     }
 
     /** Progresses communication once; returns the number of events handled. */
@@ -121,10 +132,15 @@ public final class UcpWorker implements AutoCloseable {
                 }
                 if (System.nanoTime() > deadline) {
                     ucp.requestCancel.invokeExact(handle, statusPtr);
-                    while ((int) ucp.requestCheckStatus.invokeExact(statusPtr) == Ucp.IN_PROGRESS) {
+                    long cancelDeadline = System.nanoTime() + 1_000_000_000L;
+                    while ((int) ucp.requestCheckStatus.invokeExact(statusPtr) == Ucp.IN_PROGRESS
+                            && System.nanoTime() < cancelDeadline) {
                         progress();
                     }
-                    ucp.requestFree.invokeExact(statusPtr);
+                    // A request UCX cannot cancel (its peer is gone) is left to UCX rather than freed under it.
+                    if ((int) ucp.requestCheckStatus.invokeExact(statusPtr) != Ucp.IN_PROGRESS) {
+                        ucp.requestFree.invokeExact(statusPtr);
+                    }
                     throw new UcxException(call + " timed out after " + timeout.toMillis() + " ms", 0);
                 }
                 if (progressThread == null) {
