@@ -67,27 +67,24 @@ public final class UcpEndpoint implements AutoCloseable {
      * request is awaited with {@link UcpWorker#await(UcpRequest, Duration)}.
      */
     public UcpRequest putAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            MemorySegment status = (MemorySegment) ucp.putNbx.invokeExact(handle, local, local.byteSize(),
-                    remoteAddress, key.handle(), param);
-            return new UcpRequest("ucp_put_nbx(" + local.byteSize() + " bytes to 0x" + Long.toHexString(remoteAddress) + ")",
-                    status);
-        } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_put_nbx", t);
-        }
+        return post(ucp.putNbx, "ucp_put_nbx(" + local.byteSize() + " bytes to 0x", local, remoteAddress, key);
     }
 
     /** Posts a get without waiting; see {@link #putAsync}. */
     public UcpRequest getAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
+        return post(ucp.getNbx, "ucp_get_nbx(" + local.byteSize() + " bytes from 0x", local, remoteAddress, key);
+    }
+
+    /** ucp_put_nbx and ucp_get_nbx share one signature: (ep, buffer, count, remote_addr, rkey, param). */
+    private UcpRequest post(java.lang.invoke.MethodHandle call, String description, MemorySegment local,
+            long remoteAddress, RemoteKey key) {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            MemorySegment status = (MemorySegment) ucp.getNbx.invokeExact(handle, local, local.byteSize(),
-                    remoteAddress, key.handle(), param);
-            return new UcpRequest("ucp_get_nbx(" + local.byteSize() + " bytes from 0x" + Long.toHexString(remoteAddress) + ")",
-                    status);
+            MemorySegment status = (MemorySegment) call.invokeExact(handle, local, local.byteSize(), remoteAddress,
+                    key.handle(), param);
+            return new UcpRequest(description + Long.toHexString(remoteAddress) + ")", status);
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_get_nbx", t);
+            throw Ucp.rethrow(description, t);
         }
     }
 
