@@ -216,6 +216,12 @@ public final class CatalogEntry {
         return true;
     }
 
+    /** Gives up a claimed move without changing where the block is. */
+    public synchronized void abortMove() {
+        moving--;
+        readers--;
+    }
+
     /** What {@link #finishMove} did. */
     public record MoveOutcome(boolean clearedFrom, boolean recordedCopy) {
     }

@@ -15,6 +15,7 @@ import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -53,6 +54,8 @@ public final class TierEngine implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(TierEngine.class);
     private static final long READER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** Blocks demoted to NVMe per group commit. */
+    private static final int DEMOTION_BATCH = 32;
 
     private final TreeMap<TierId, BlockTier> tiers = new TreeMap<>();
     private final EnumMap<TierId, TierPolicy> policies = new EnumMap<>(TierId.class);
@@ -258,15 +261,126 @@ public final class TierEngine implements AutoCloseable {
         }
     }
 
-    /** Moves blocks out of {@code id} by policy until it is at or below its low watermark. */
+    /**
+     * Moves blocks out of {@code id} by policy until it is at or below its low watermark. From a memory
+     * tier into the NVMe tier the victims move in batches, one group commit each, instead of paying a
+     * data sync and an index sync per block.
+     */
     public void demoteToLowWatermark(TierId id) {
         BlockTier tier = tiers.get(id);
+        TierId below = configuredBelow(id);
+        boolean batched = tier instanceof MemoryTier && below != null && tiers.get(below) instanceof NvmeTier;
         int budget = tier.blockCount() * 2 + 16;
-        while (tier.usedBytes() > settings.get(id).lowWatermark() * tier.capacityBytes() && budget-- > 0) {
-            if (!evictOne(id, 0)) {
+        while (budget > 0) {
+            long excess = tier.usedBytes() - (long) (settings.get(id).lowWatermark() * tier.capacityBytes());
+            if (excess <= 0) {
                 break;
             }
+            int moved = batched ? demoteBatch(id, below, excess) : 0;
+            if (moved == 0) {
+                if (!evictOne(id, 0)) {
+                    break;
+                }
+                moved = 1;
+            }
+            budget -= moved;
         }
+    }
+
+    /**
+     * Claims up to {@link #DEMOTION_BATCH} victims worth about {@code excessBytes}, writes them to the
+     * NVMe tier in one batch, then finishes each move as {@link #moveOut} does.
+     *
+     * @return how many victims were handled; 0 when none could be claimed or the batch write failed (the
+     *     caller then falls back to one block at a time, which also makes room in the NVMe tier)
+     */
+    private int demoteBatch(TierId id, TierId below, long excessBytes) {
+        MemoryTier from = (MemoryTier) tiers.get(id);
+        NvmeTier to = (NvmeTier) tiers.get(below);
+        TierPolicy policy = policies.get(id);
+        List<CatalogEntry> claimed = new ArrayList<>();
+        long bytes = 0;
+        for (int attempts = 0; claimed.size() < DEMOTION_BATCH && bytes < excessBytes && attempts < 4 * DEMOTION_BATCH; attempts++) {
+            BlockKey victim = policy.nextVictim(k -> evictable(k, id));
+            if (victim == null) {
+                break;
+            }
+            CatalogEntry entry = catalog.get(victim);
+            if (entry == null || !entry.residentIn(id)) {
+                policy.onRemove(victim);
+                continue;
+            }
+            if (!entry.claimMove(id)) {
+                continue;
+            }
+            if (!entry.residentIn(below) && to.contains(victim)) {
+                // an older copy in NVMe is still being freed by its owner; leave this block for later
+                entry.abortMove();
+                continue;
+            }
+            claimed.add(entry);
+            bytes += entry.length();
+        }
+        if (claimed.isEmpty()) {
+            return 0;
+        }
+        List<BlockRecord> records = new ArrayList<>();
+        List<MemorySegment> sources = new ArrayList<>();
+        List<CatalogEntry> copied = new ArrayList<>();
+        List<CatalogEntry> corrupt = new ArrayList<>();
+        long copiedBytes = 0;
+        for (CatalogEntry entry : claimed) {
+            if (entry.residentIn(below)) {
+                continue;
+            }
+            try {
+                sources.add(from.verifiedView(entry.key()));
+                records.add(new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c()));
+                copied.add(entry);
+                copiedBytes += entry.length();
+            } catch (IOException failedChecksum) {
+                corrupt.add(entry);
+            }
+        }
+        long start = System.nanoTime();
+        try {
+            to.writeAll(records, sources);
+        } catch (IOException | RuntimeException e) {
+            for (CatalogEntry entry : claimed) {
+                entry.abortMove();
+            }
+            log.debug("batch demotion of {} blocks from {} failed ({}); moving them one by one", claimed.size(), id,
+                    e.getMessage());
+            return 0;
+        }
+        events.moved(id, below, copiedBytes, System.nanoTime() - start);
+        for (CatalogEntry entry : claimed) {
+            BlockKey key = entry.key();
+            boolean newCopy = copied.contains(entry);
+            boolean droppedCorrupt = false;
+            if (corrupt.contains(entry)) {
+                droppedCorrupt = entry.dropTier(id);
+                events.checksumFailed(id, key);
+                log.warn("dropped corrupt copy of {} in tier {} during demotion", key, id);
+            }
+            CatalogEntry.MoveOutcome outcome = entry.finishMove(id, droppedCorrupt ? null : below);
+            if (newCopy && !outcome.recordedCopy()) {
+                to.delete(key);
+                newCopy = false;
+            }
+            if (newCopy) {
+                policies.get(below).onInsert(key, entry.parentKey());
+                events.demoted(id, below, entry.length());
+            }
+            if (outcome.clearedFrom() || droppedCorrupt) {
+                from.delete(key);
+                policy.onRemove(key);
+                events.evicted(id, policy.kind(), entry.length());
+                catalog.removeIfDead(entry);
+            }
+        }
+        afterInsert(below);
+        return claimed.size();
     }
 
     // ---- eviction and demotion ----------------------------------------------------------------

@@ -37,16 +37,32 @@ class TierEngineStressTest {
     private static final int BLOCK = 8 * 1024;
     private static final long RUN_NANOS = TimeUnit.SECONDS.toNanos(3);
 
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path dir;
+
     @Test
     void concurrentOperationsLoseAndCorruptNothing() throws Exception {
-        long seed = System.nanoTime();
-        System.out.println("TierEngineStressTest seed " + seed);
-        List<MemoryTier> tiers = List.of(
+        stress(List.of(
                 new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
-                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 256L * BLOCK, 16L * BLOCK));
-        Map<TierId, TierSettings> settings = Map.of(
-                TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 0.9, 0.7, true),
-                TierId.DRAM, new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 0.9, 0.7, false));
+                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 256L * BLOCK, 16L * BLOCK)),
+                Map.of(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 0.9, 0.7, true),
+                        TierId.DRAM, new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 0.9, 0.7, false)));
+    }
+
+    /** The same over DRAM and a real NVMe tier: batched demotion, group commits and NVMe reads under load. */
+    @Test
+    void concurrentOperationsOverNvmeLoseAndCorruptNothing() throws Exception {
+        stress(List.of(
+                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
+                new io.kvstore.tier.nvme.NvmeTier(new io.kvstore.tier.nvme.NvmeTierConfig(List.of(dir),
+                        2L << 20, 1L << 20, 128L * 1024, 4))),
+                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.8, 0.5, true)));
+    }
+
+    private void stress(List<? extends io.kvstore.tier.BlockTier> tiers, Map<TierId, TierSettings> settings)
+            throws Exception {
+        long seed = System.nanoTime();
+        System.out.println("TierEngineStressTest seed " + seed + " tiers " + tiers.stream().map(t -> t.id()).toList());
         ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         AtomicLong reads = new AtomicLong();
         AtomicLong puts = new AtomicLong();
@@ -95,7 +111,8 @@ class TierEngineStressTest {
                                         engine.release(lease.id());
                                     }
                                 } else if (op < 95) {
-                                    engine.evict(random.nextBoolean() ? TierId.HBM : TierId.DRAM, 0, 2);
+                                    List<TierId> ids = List.copyOf(engine.tierIds());
+                                    engine.evict(ids.get(random.nextInt(ids.size())), 0, 2);
                                 } else if (op < 99 || random.nextInt(50) != 0) {
                                     // deletes, and now and then (about 1 in 5,000 operations) a policy switch
                                     engine.delete(key);

@@ -51,6 +51,7 @@ public final class NvmeTier implements BlockTier {
     private final ConcurrentHashMap<BlockKey, NvmeIndex.Entry> blocks = new ConcurrentHashMap<>();
     private final List<BlockRecord> recovered;
     private final LongAdder checksumFailures = new LongAdder();
+    private final LongAdder groupCommits = new LongAdder();
 
     /** Opens (or creates) the tier, rebuilding its map and free space from the index. */
     public NvmeTier(NvmeTierConfig config) throws IOException {
@@ -124,6 +125,11 @@ public final class NvmeTier implements BlockTier {
         return recovered;
     }
 
+    /** Synced index writes since the tier opened; each made a whole batch of blocks visible. */
+    public long groupCommits() {
+        return groupCommits.sum();
+    }
+
     /** Reads that failed their checksum since the tier opened. */
     public long checksumFailures() {
         return checksumFailures.sum();
@@ -192,6 +198,7 @@ public final class NvmeTier implements BlockTier {
                 }
             }
             index.putAll(entries);
+            groupCommits.increment();
         } catch (IOException | RuntimeException e) {
             for (NvmeIndex.Entry entry : entries) {
                 slabs.free(entry.offset(), entry.slotSize());
