@@ -27,7 +27,7 @@ lookup = runs(sys.argv[1])
 print("\nLookup of a 2,048-block chain among 1,024,000 blocks (us per call; ratio = reference / ours)")
 ref = lookup[("referenceMapGets2048", None)]["scorePercentiles"]
 print(f"{'':28} {'median':>9} {'p99':>9} {'samples':>8} {'ratio p50':>9} {'ratio p99':>9}")
-for name in ("catalogLookup2048", "engineLookup2048", "referenceMapGets2048"):
+for name in ("catalogLookup2048", "engineLookup2048", "catalogGetsOnly2048", "referenceMapGets2048"):
     m = lookup[(name, None)]
     p = m["scorePercentiles"]
     n = sum(c for fork in m.get("rawDataHistogram", []) for it in fork for _, c in it)
@@ -35,13 +35,14 @@ for name in ("catalogLookup2048", "engineLookup2048", "referenceMapGets2048"):
 
 dram = runs(sys.argv[2])
 print("\nDRAM put+get (ops/s; GB/s counts the bytes of one block pass; ratio = ours / two copies)")
-print(f"{'block':>8} {'benchmark':22} {'ops/s':>10} {'+-':>8} {'GB/s':>6} {'ratio':>6}")
+print(f"{'block':>8} {'benchmark':24} {'ops/s':>10} {'+-':>8} {'GB/s':>6} {'ratio':>6}")
 for size in ("262144", "2097152"):
     ref = dram[("referenceTwoCopies", size)]["score"]
     for name, passes in (("tierPutAndGet", 2), ("referenceTwoCopies", 2), ("twoCopiesTwoCrc32c", 2),
-                         ("crc32cOnly", 1), ("crc32Only", 1), ("xxh3Only", 1)):
+                         ("twoCopiesOneCrc32c", 2), ("fusedTwoCopiesTwoCrc32c", 2), ("twoCopiesTwoCrc32", 2),
+                         ("twoCopiesOneCrc32", 2), ("crc32cOnly", 1), ("crc32Only", 1), ("xxh3Only", 1)):
         m = dram[(name, size)]
         gbs = m["score"] * int(size) * passes / 1e9
         ratio = f"{m['score'] / ref:6.2f}" if passes == 2 else ""
-        print(f"{size:>8} {name:22} {m['score']:10.0f} {m['scoreError']:8.0f} {gbs:6.1f} {ratio:>6}")
+        print(f"{size:>8} {name:24} {m['score']:10.0f} {m['scoreError']:8.0f} {gbs:6.1f} {ratio:>6}")
 EOF

@@ -137,6 +137,78 @@ public class DramBandwidthBenchmark {
         return crc;
     }
 
+    /** What-if: the get trusts a memory tier's copy (the put's checksum is kept for slower tiers). */
+    @Benchmark
+    public int twoCopiesOneCrc32c() {
+        int i = next++ % slots;
+        MemorySegment src = source(i);
+        MemorySegment slot = referenceSlot(i);
+        int crc = Checksums.crc32c(src);
+        MemorySegment.copy(src, 0, slot, 0, blockSize);
+        MemorySegment.copy(slot, 0, destination(i), 0, blockSize);
+        return crc;
+    }
+
+    /** What-if: the engine's two checksum passes with the JDK's CRC32 (PCLMULQDQ folding) instead. */
+    @Benchmark
+    public long twoCopiesTwoCrc32() {
+        int i = next++ % slots;
+        MemorySegment src = source(i);
+        MemorySegment slot = referenceSlot(i);
+        long crc = crc32(src);
+        MemorySegment.copy(src, 0, slot, 0, blockSize);
+        if (crc32(slot) != crc) {
+            throw new IllegalStateException("copy differs from its source");
+        }
+        MemorySegment.copy(slot, 0, destination(i), 0, blockSize);
+        return crc;
+    }
+
+    /** What-if: CRC32 on the put only. */
+    @Benchmark
+    public long twoCopiesOneCrc32() {
+        int i = next++ % slots;
+        MemorySegment src = source(i);
+        MemorySegment slot = referenceSlot(i);
+        long crc = crc32(src);
+        MemorySegment.copy(src, 0, slot, 0, blockSize);
+        MemorySegment.copy(slot, 0, destination(i), 0, blockSize);
+        return crc;
+    }
+
+    /**
+     * What-if: checksum fused into each copy, 64 KiB at a time, over the bytes just written (still in L2),
+     * CRC32C as stored: the put checksums what the slot holds, the get what the caller receives.
+     */
+    @Benchmark
+    public int fusedTwoCopiesTwoCrc32c() {
+        int i = next++ % slots;
+        MemorySegment slot = referenceSlot(i);
+        int crc = copyAndCrc32c(source(i), slot);
+        if (copyAndCrc32c(slot, destination(i)) != crc) {
+            throw new IllegalStateException("copy differs from its source");
+        }
+        return crc;
+    }
+
+    private static final int CHUNK = 64 << 10;
+
+    private static int copyAndCrc32c(MemorySegment from, MemorySegment to) {
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        for (long at = 0; at < from.byteSize(); at += CHUNK) {
+            long n = Math.min(CHUNK, from.byteSize() - at);
+            MemorySegment.copy(from, at, to, at, n);
+            crc.update(to.asSlice(at, n).asByteBuffer());
+        }
+        return (int) crc.getValue();
+    }
+
+    private static long crc32(MemorySegment bytes) {
+        CRC32 crc = new CRC32();
+        crc.update(bytes.asByteBuffer());
+        return crc.getValue();
+    }
+
     @Benchmark
     public int crc32cOnly() {
         return Checksums.crc32c(referenceSlot(next++ % slots));
@@ -144,9 +216,7 @@ public class DramBandwidthBenchmark {
 
     @Benchmark
     public long crc32Only() {
-        CRC32 crc = new CRC32();
-        crc.update(referenceSlot(next++ % slots).asByteBuffer());
-        return crc.getValue();
+        return crc32(referenceSlot(next++ % slots));
     }
 
     @Benchmark

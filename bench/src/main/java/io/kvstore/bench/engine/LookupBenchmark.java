@@ -156,6 +156,26 @@ public class LookupBenchmark {
         return check(s.engine.lookup(NAMESPACE, pick.chain(s.chains)));
     }
 
+    /**
+     * Decomposition, not a figure of merit: the catalog's map gets plus the read of each entry's tier bits
+     * ({@link Catalog#get} + {@code fastestTier()}), without the access stamp and result lists a lookup adds.
+     */
+    @Benchmark
+    public int catalogGetsOnly2048(CatalogFilled s, Pick pick) {
+        int found = 0;
+        for (BlockHash hash : pick.chain(s.chains)) {
+            var entry = s.catalog.get(new BlockKey(NAMESPACE, hash));
+            if (entry == null || entry.fastestTier() == null) {
+                break;
+            }
+            found++;
+        }
+        if (found != CHAIN) {
+            throw new IllegalStateException("catalog gets found " + found + " of " + CHAIN + " blocks");
+        }
+        return found;
+    }
+
     @Benchmark
     public int referenceMapGets2048(CatalogFilled s, Pick pick) {
         int found = 0;
