@@ -176,6 +176,24 @@ public class LookupBenchmark {
         return found;
     }
 
+    /** Decomposition: {@link #catalogGetsOnly2048} plus the access stamp a lookup writes into each entry. */
+    @Benchmark
+    public int catalogGetsAndTouch2048(CatalogFilled s, Pick pick) {
+        int found = 0;
+        for (BlockHash hash : pick.chain(s.chains)) {
+            var entry = s.catalog.get(new BlockKey(NAMESPACE, hash));
+            if (entry == null || entry.fastestTier() == null) {
+                break;
+            }
+            s.catalog.touch(entry);
+            found++;
+        }
+        if (found != CHAIN) {
+            throw new IllegalStateException("catalog gets found " + found + " of " + CHAIN + " blocks");
+        }
+        return found;
+    }
+
     @Benchmark
     public int referenceMapGets2048(CatalogFilled s, Pick pick) {
         int found = 0;
