@@ -100,8 +100,17 @@ public class DramColdReadBenchmark {
         return destinations[(int) (n % destinations.length)];
     }
 
+    /**
+     * The n-th block's key. Its hash is {@code n} scrambled (Stafford's mix13, a bijection), as real xxh3
+     * or sha256 chain hashes look: {@code BlockHash.ofLong(n)} of small consecutive {@code n} differ in
+     * their last bytes only, and {@code Arrays.hashCode} maps those to a few hundred values, which would
+     * make the engine's maps walk long (treeified) bins and measure the keys rather than the engine.
+     */
     static BlockKey key(long n) {
-        return new BlockKey(NAMESPACE, BlockHash.ofLong(n));
+        long z = n;
+        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
+        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
+        return new BlockKey(NAMESPACE, BlockHash.ofLong(z ^ (z >>> 31)));
     }
 
     /**
