@@ -2,8 +2,9 @@
 # Tier engine: catalog lookup of a 2,048-block chain among 1M blocks beside ConcurrentHashMap.get, and
 # DRAM tier put+get bandwidth beside MemorySegment.copy, with the checksum costs that explain the gap, and
 # put+get with a cold read and with inline eviction from a full tier.
-# Usage: [PARTS="lookup dram cold"] bench/engine.sh [extra JMH options]
-#        (default: all three parts; 1 fork, 2 x 1 s warm-up, 3 x 2 s measurement)
+# Usage: [PARTS="lookup dram cold"] bench/engine.sh [JMH options]
+#        (default: all three parts; JMH options default to -f 1 -wi 2 -w 1s -i 3 -r 2s and are replaced
+#        as a whole by any given)
 # Needs about 6 GB of free memory for "lookup" (the engine lookup stores 1,024,000 real 4 KiB blocks),
 # about 2 GB for "dram" and "cold".
 set -euo pipefail
@@ -14,7 +15,10 @@ command -v python3 >/dev/null || { echo "python3 is missing (it formats the tabl
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), load $(cut -d' ' -f1-3 /proc/loadavg)"
-JMH=(-f 1 -wi 2 -w 1s -i 3 -r 2s -jvmArgsAppend "--enable-native-access=ALL-UNNAMED" "$@")
+# JMH takes each option once: options given on the command line replace the default run lengths.
+RUN=(-f 1 -wi 2 -w 1s -i 3 -r 2s)
+(($# == 0)) || RUN=("$@")
+JMH=("${RUN[@]}" -jvmArgsAppend "--enable-native-access=ALL-UNNAMED")
 PARTS=${PARTS:-lookup dram cold}
 declare -A CLASS=([lookup]=LookupBenchmark [dram]=DramBandwidthBenchmark [cold]=DramColdReadBenchmark)
 for part in $PARTS; do
@@ -26,6 +30,11 @@ python3 - "$OUT" <<'EOF'
 import json, os, sys
 
 out = sys.argv[1]
+
+def err(m):
+    """JMH reports the error as "NaN" when a run has a single iteration."""
+    e = m["scoreError"]
+    return f"{e:8.0f}" if isinstance(e, (int, float)) else f"{'-':>8}"
 
 def runs(part):
     path = os.path.join(out, part + ".json")
@@ -58,7 +67,7 @@ if dram:
             m = dram[(name, size)]
             gbs = m["score"] * int(size) * passes / 1e9
             ratio = f"{m['score'] / ref:6.2f}" if passes == 2 else ""
-            print(f"{size:>8} {name:24} {m['score']:10.0f} {m['scoreError']:8.0f} {gbs:6.1f} {ratio:>6}")
+            print(f"{size:>8} {name:24} {m['score']:10.0f} {err(m)} {gbs:6.1f} {ratio:>6}")
 
 cold = runs("cold")
 if cold:
@@ -69,6 +78,6 @@ if cold:
         for name in ("enginePutGet", "enginePutEvictGet", "memcpyAndCrcReference", "memcpyReference"):
             m = cold[(name, size)]
             gbs = m["score"] * int(size) * 2 / 1e9
-            print(f"{size:>8} {name:24} {m['score']:10.0f} {m['scoreError']:8.0f} {gbs:6.1f} "
+            print(f"{size:>8} {name:24} {m['score']:10.0f} {err(m)} {gbs:6.1f} "
                   f"{m['score'] / ref:6.2f} {1e6 / m['score']:7.1f}")
 EOF
