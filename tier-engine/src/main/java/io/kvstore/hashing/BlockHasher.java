@@ -1,61 +1,54 @@
 package io.kvstore.hashing;
 
 import io.kvstore.catalog.BlockHash;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Turns a prompt's token ids into the chained hashes of its full blocks, so that equal hashes mean equal
- * prefixes (same tokens, same extra keys, same everything before). Only full blocks are hashed; a
- * trailing partial block has no hash. Thread-safe.
+ * Computes the chained hashes that identify blocks of tokens, exactly as the engine that owns a
+ * namespace computes them, so a prefix stored by one engine is found by the next. One
+ * implementation per {@link HashScheme}; instances are immutable and safe to share between threads.
+ *
+ * <p>Only full blocks are hashed: a trailing partial block has no key. Token ids are non-negative
+ * {@code int}s (vLLM's and Dynamo's vocabularies fit well below 2<sup>31</sup>). A null
+ * {@link ExtraKeys} means {@link ExtraKeys#NONE}.
  */
 public sealed interface BlockHasher permits Sha256CborHasher, Xxh3Hasher {
+
+    /**
+     * The hasher a namespace configured with {@code scheme} and {@code seed} uses.
+     *
+     * @param seed for {@code sha256_cbor} the engine's {@code PYTHONHASHSEED} (required, e.g.
+     *     {@code "0"}); for {@code xxh3} null to derive the salt hash per request from its LoRA name
+     *     and cache salt as Dynamo KVBM does, or a fixed salt hash as an unsigned decimal or
+     *     {@code 0x}-prefixed hex 64-bit number
+     * @throws IllegalArgumentException naming the scheme and what is wrong with the seed
+     */
+    static BlockHasher create(HashScheme scheme, String seed) {
+        return switch (scheme) {
+            case SHA256_CBOR -> new Sha256CborHasher(seed);
+            case XXH3 -> seed == null ? new Xxh3Hasher() : new Xxh3Hasher(Xxh3Hasher.parseSaltHash(seed));
+        };
+    }
 
     HashScheme scheme();
 
     /**
-     * The hash of one block given its parent's hash (null for the first block of a prompt).
+     * The hash of every full block of {@code tokenIds}, first block first; the tokens after the
+     * last full block are ignored.
      *
-     * @param blockIndex the block's position in the prompt (extra keys differ for block 0)
+     * @throws IllegalArgumentException if {@code blockSize} is not positive, a token id is negative,
+     *     or {@code extra} holds keys this scheme cannot carry
      */
-    BlockHash hashBlock(BlockHash parent, int[] tokenIds, int from, int to, int blockIndex, ExtraKeys extra);
-
-    /** The hashes of every full block of {@code tokenIds}, first block first. */
-    default List<BlockHash> hashPrompt(int[] tokenIds, int blockSize, ExtraKeys extra) {
-        checkPrompt(tokenIds, blockSize);
-        int blocks = tokenIds.length / blockSize;
-        List<BlockHash> hashes = new ArrayList<>(blocks);
-        BlockHash parent = null;
-        for (int b = 0; b < blocks; b++) {
-            parent = hashBlock(parent, tokenIds, b * blockSize, (b + 1) * blockSize, b, extra == null ? ExtraKeys.NONE : extra);
-            hashes.add(parent);
-        }
-        return hashes;
-    }
-
-    /** Refuses a non-positive block size and negative token ids, naming the position. */
-    static void checkPrompt(int[] tokenIds, int blockSize) {
-        if (blockSize <= 0) {
-            throw new IllegalArgumentException("block size must be positive, got " + blockSize);
-        }
-        for (int i = 0; i < tokenIds.length; i++) {
-            if (tokenIds[i] < 0) {
-                throw new IllegalArgumentException("token id at position " + i + " is negative: " + tokenIds[i]);
-            }
-        }
-    }
+    List<BlockHash> hashPrompt(int[] tokenIds, int blockSize, ExtraKeys extra);
 
     /**
-     * The hasher of a namespace.
+     * The hash of the block {@code tokenIds[from, to)} following the block hashed {@code parent}
+     * (null for a prompt's first block, which alone carries the cache salt). Chaining this call
+     * over a prompt gives the same hashes as {@link #hashPrompt}.
      *
-     * @param seedOrSalt for {@code sha256_cbor} the seed of NONE_HASH (vLLM's PYTHONHASHSEED; must be set,
-     *     as a random seed would make hashes useless across processes); ignored by {@code xxh3}, whose
-     *     salt comes with each request's extra keys
+     * @throws IllegalArgumentException if the range is empty or outside the array, a token id is
+     *     negative, {@code parent} is not a hash of this scheme, or {@code extra} holds keys this
+     *     scheme cannot carry
      */
-    static BlockHasher of(HashScheme scheme, String seedOrSalt) {
-        return switch (scheme) {
-            case SHA256_CBOR -> new Sha256CborHasher(seedOrSalt);
-            case XXH3 -> new Xxh3Hasher();
-        };
-    }
+    BlockHash hashBlock(BlockHash parent, int[] tokenIds, int from, int to, ExtraKeys extra);
 }

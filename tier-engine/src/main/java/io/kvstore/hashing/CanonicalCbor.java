@@ -5,88 +5,98 @@ import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 /**
- * The subset of canonical CBOR (RFC 8949 §4.2.1, as Python's {@code cbor2.dumps(canonical=True)} writes
- * it) that vLLM's block-hash input uses: unsigned and negative integers in their shortest form, byte
- * strings, text strings, arrays and null.
+ * The subset of canonical CBOR (RFC 8949 section 4.2.1: shortest heads, definite lengths) that
+ * vLLM's {@code cbor2.dumps(..., canonical=True)} produces for block-hash inputs: unsigned and
+ * negative integers, byte strings, UTF-8 text, arrays (Python tuples and lists) and null (None).
  */
 final class CanonicalCbor {
 
-    private final ByteArrayOutputStream out;
+    static final int UNSIGNED = 0;
+    static final int NEGATIVE = 1;
+    static final int BYTES = 2;
+    static final int TEXT = 3;
+    static final int ARRAY = 4;
+    static final byte NULL = (byte) 0xF6;
 
-    CanonicalCbor(int expectedSize) {
-        this.out = new ByteArrayOutputStream(expectedSize);
+    private CanonicalCbor() {
     }
 
-    CanonicalCbor head(int majorType, long value) {
-        int major = majorType << 5;
-        if (value < 24) {
-            out.write(major | (int) value);
-        } else if (value < 0x100) {
-            out.write(major | 24);
-            out.write((int) value);
-        } else if (value < 0x10000) {
-            out.write(major | 25);
-            writeBigEndian(value, 2);
-        } else if (value < 0x1_0000_0000L) {
-            out.write(major | 26);
-            writeBigEndian(value, 4);
-        } else {
-            out.write(major | 27);
-            writeBigEndian(value, 8);
+    /** Bytes taken by a head whose argument is {@code n}, read as unsigned. */
+    static int headLength(long n) {
+        if (Long.compareUnsigned(n, 24) < 0) {
+            return 1;
+        } else if (Long.compareUnsigned(n, 0xFF) <= 0) {
+            return 2;
+        } else if (Long.compareUnsigned(n, 0xFFFF) <= 0) {
+            return 3;
+        } else if (Long.compareUnsigned(n, 0xFFFF_FFFFL) <= 0) {
+            return 5;
         }
-        return this;
+        return 9;
     }
 
-    private void writeBigEndian(long value, int bytes) {
-        for (int i = bytes - 1; i >= 0; i--) {
-            out.write((int) (value >>> (8 * i)));
-        }
-    }
-
-    CanonicalCbor integer(long value) {
-        return value >= 0 ? head(0, value) : head(1, -1 - value);
-    }
-
-    CanonicalCbor bytes(byte[] value) {
-        head(2, value.length);
-        out.writeBytes(value);
-        return this;
-    }
-
-    CanonicalCbor text(String value) {
-        byte[] utf8 = value.getBytes(StandardCharsets.UTF_8);
-        head(3, utf8.length);
-        out.writeBytes(utf8);
-        return this;
-    }
-
-    CanonicalCbor array(int length) {
-        return head(4, length);
-    }
-
-    CanonicalCbor nil() {
-        out.write(0xF6);
-        return this;
-    }
-
-    /** Encodes a string, an integer, or a list of those (recursively). */
-    CanonicalCbor value(Object value) {
-        return switch (value) {
-            case null -> nil();
-            case String s -> text(s);
-            case Integer i -> integer(i);
-            case Long l -> integer(l);
-            case byte[] b -> bytes(b);
-            case List<?> list -> {
-                array(list.size());
-                list.forEach(this::value);
-                yield this;
+    /** Writes the head of major type {@code major} with argument {@code n} at {@code pos}; returns the next position. */
+    static int writeHead(byte[] buf, int pos, int major, long n) {
+        int length = headLength(n);
+        int initial = major << 5;
+        switch (length) {
+            case 1 -> {
+                buf[pos] = (byte) (initial | (int) n);
+                return pos + 1;
             }
-            default -> throw new IllegalArgumentException("cannot encode " + value.getClass().getSimpleName());
-        };
+            case 2 -> buf[pos] = (byte) (initial | 24);
+            case 3 -> buf[pos] = (byte) (initial | 25);
+            case 5 -> buf[pos] = (byte) (initial | 26);
+            default -> buf[pos] = (byte) (initial | 27);
+        }
+        for (int i = length - 1; i >= 1; i--) {
+            buf[pos + i] = (byte) n;
+            n >>>= 8;
+        }
+        return pos + length;
     }
 
-    byte[] toByteArray() {
+    /** The canonical encoding of one extra-key value (null, String, Integer, Long, byte[] or List of these). */
+    static byte[] encode(Object value) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream(64);
+        write(out, value);
         return out.toByteArray();
+    }
+
+    private static void write(ByteArrayOutputStream out, Object value) {
+        switch (value) {
+            case null -> out.write(NULL);
+            case String s -> {
+                byte[] utf8 = s.getBytes(StandardCharsets.UTF_8);
+                head(out, TEXT, utf8.length);
+                out.writeBytes(utf8);
+            }
+            case Integer i -> integer(out, i);
+            case Long l -> integer(out, l);
+            case byte[] b -> {
+                head(out, BYTES, b.length);
+                out.writeBytes(b);
+            }
+            case List<?> list -> {
+                head(out, ARRAY, list.size());
+                for (Object element : list) {
+                    write(out, element);
+                }
+            }
+            default -> throw new IllegalArgumentException("no CBOR encoding for a " + value.getClass().getName());
+        }
+    }
+
+    private static void integer(ByteArrayOutputStream out, long v) {
+        if (v >= 0) {
+            head(out, UNSIGNED, v);
+        } else {
+            head(out, NEGATIVE, ~v);
+        }
+    }
+
+    private static void head(ByteArrayOutputStream out, int major, long n) {
+        byte[] head = new byte[9];
+        out.write(head, 0, writeHead(head, 0, major, n));
     }
 }
