@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemorySegment;
@@ -284,15 +285,11 @@ public final class Ucp {
         if (System.getenv("UCX_ERROR_SIGNALS") != null) {
             return;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MethodHandle setenv = LIBC.function("setenv", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
-            int rc = (int) setenv.invokeExact(arena.allocateFrom("UCX_ERROR_SIGNALS"), arena.allocateFrom(""), 0);
-            if (rc != 0) {
-                throw new LibraryUnavailableException("libucp: setenv(UCX_ERROR_SIGNALS) failed; refusing to load UCX "
-                        + "with its fault handlers, which would replace the JVM's");
-            }
-        } catch (Throwable t) {
-            throw rethrow(t);
+        try {
+            LibC.setenv("UCX_ERROR_SIGNALS", "", false);
+        } catch (IllegalStateException e) {
+            throw new LibraryUnavailableException("libucp: setenv(UCX_ERROR_SIGNALS) failed; refusing to load UCX "
+                    + "with its fault handlers, which would replace the JVM's");
         }
     }
 
