@@ -276,7 +276,8 @@ public final class Nixl {
         return lib.isAbsolute() ? Optional.of(lib.resolveSibling("plugins")) : Optional.empty();
     }
 
-    String pluginDirDescription() {
+    /** {@link #pluginDir()} with where the answer came from, for messages. */
+    public String pluginDirDescription() {
         String env = System.getenv("NIXL_PLUGIN_DIR");
         return pluginDir().map(p -> p + (env != null && !env.isBlank() ? " (NIXL_PLUGIN_DIR)" : " (beside libnixl; NIXL_PLUGIN_DIR unset)"))
                 .orElse("plugins/ beside libnixl (NIXL_PLUGIN_DIR unset)");
