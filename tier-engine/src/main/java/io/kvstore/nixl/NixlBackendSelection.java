@@ -1,6 +1,7 @@
 package io.kvstore.nixl;
 
 import io.kvstore.ffm.Availability;
+import java.util.Collections;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -19,6 +20,11 @@ import java.util.stream.Collectors;
  * named backend is disabled the set is empty: that is what the operator asked for, and the service then
  * moves blocks over HTTP only. An enabled backend whose library is unavailable fails start-up, unless
  * {@code requireBackends} is false, in which case it is reported unavailable and not used.
+ *
+ * <p>A pure function of its inputs so every rule is table-tested; the service calls it once at
+ * start-up with {@code System.getenv()}, its bound {@code kvstore.nixl.backends} map,
+ * {@code kvstore.nixl.require-backends} and {@link NixlBackendProbe#probe}, logs {@link Resolved#summary()}
+ * and shows it with {@link Resolved#availability()} in health.
  */
 public final class NixlBackendSelection {
 
@@ -34,24 +40,37 @@ public final class NixlBackendSelection {
     /**
      * The resolved choice.
      *
-     * @param enabled backends enabled and usable (their library is available)
-     * @param unavailable enabled backends whose library is missing, with the reason (only when not required)
-     * @param sources where each backend's setting came from ("environment", "configuration", "default")
+     * @param enabled backends enabled and usable (their library is available): the ones to create
+     * @param availability every enabled backend's probe answer, usable or not (shown in health)
+     * @param sources where each named backend's setting came from ("environment", "configuration",
+     *     "default"), disabled ones included
      */
-    public record Resolved(Set<String> enabled, Map<String, String> unavailable, Map<String, String> sources) {
+    public record Resolved(Set<String> enabled, Map<String, Availability> availability, Map<String, String> sources) {
 
         public Resolved {
-            enabled = Set.copyOf(new TreeSet<>(enabled));
-            unavailable = Map.copyOf(unavailable);
-            sources = Map.copyOf(sources);
+            enabled = Collections.unmodifiableSet(new TreeSet<>(enabled));
+            availability = Collections.unmodifiableMap(new TreeMap<>(availability));
+            sources = Collections.unmodifiableMap(new TreeMap<>(sources));
         }
 
-        /** One line for the start-up log and health. */
+        /** Enabled backends that are not used because their library is missing, with the reason. */
+        public Map<String, String> unavailable() {
+            Map<String, String> missing = new TreeMap<>();
+            availability.forEach((name, a) -> {
+                if (!a.available()) {
+                    missing.put(name, a.detail());
+                }
+            });
+            return missing;
+        }
+
+        /** One line for the start-up log and health, e.g. {@code NIXL backends: UCX; enabled but unavailable: GDS (...)}. */
         public String summary() {
-            String used = enabled.isEmpty() ? "none (HTTP data plane only)" : String.join(", ", new TreeSet<>(enabled));
-            String missing = unavailable.isEmpty() ? "" : "; enabled but unavailable: " + new TreeMap<>(unavailable).entrySet()
-                    .stream().map(e -> e.getKey() + " (" + e.getValue() + ")").collect(Collectors.joining(", "));
-            return "NIXL backends: " + used + missing;
+            String used = enabled.isEmpty() ? "none (HTTP data plane only)" : String.join(", ", enabled);
+            Map<String, String> missing = unavailable();
+            String tail = missing.isEmpty() ? "" : "; enabled but unavailable: " + missing.entrySet().stream()
+                    .map(e -> e.getKey() + " (" + e.getValue() + ")").collect(Collectors.joining(", "));
+            return "NIXL backends: " + used + tail;
         }
     }
 
@@ -65,19 +84,22 @@ public final class NixlBackendSelection {
      * @throws IllegalArgumentException naming the variable or property and the allowed values
      * @throws IllegalStateException when a required backend is unavailable, with the reason
      */
-    public static Resolved resolve(Map<String, String> environment, Map<String, String> configured,
+    public static Resolved resolve(Map<String, String> environment, Map<String, ?> configured,
             boolean requireBackends, Function<String, Availability> probe) {
         Map<String, Boolean> choice = new TreeMap<>();
         Map<String, String> sources = new TreeMap<>();
-        configured.forEach((name, value) -> {
-            String backend = normalise(name, "kvstore.nixl.backends." + name);
-            choice.put(backend, parse(value, "kvstore.nixl.backends." + name));
+        Map<String, String> origins = new TreeMap<>();
+        new TreeMap<>(configured).forEach((name, value) -> {
+            String origin = "kvstore.nixl.backends." + name;
+            String backend = normalise(name, origin);
+            put(choice, origins, backend, parse(value == null ? null : String.valueOf(value), origin), origin);
             sources.put(backend, "configuration");
         });
-        environment.forEach((variable, value) -> {
+        origins.clear(); // the environment overrides configuration; only clashes within the environment are errors
+        new TreeMap<>(environment).forEach((variable, value) -> {
             if (variable.startsWith(PREFIX)) {
                 String backend = normalise(variable.substring(PREFIX.length()), variable);
-                choice.put(backend, parse(value, variable));
+                put(choice, origins, backend, parse(value, variable), variable);
                 sources.put(backend, "environment");
             }
         });
@@ -86,23 +108,32 @@ public final class NixlBackendSelection {
             sources.put("UCX", "default");
         }
         Set<String> enabled = new TreeSet<>();
-        Map<String, String> unavailable = new TreeMap<>();
+        Map<String, Availability> availability = new TreeMap<>();
         for (var entry : choice.entrySet()) {
             if (!entry.getValue()) {
                 continue;
             }
-            Availability availability = probe.apply(entry.getKey());
-            if (availability.available()) {
+            Availability found = probe.apply(entry.getKey());
+            availability.put(entry.getKey(), found);
+            if (found.available()) {
                 enabled.add(entry.getKey());
             } else if (requireBackends) {
                 throw new IllegalStateException("NIXL backend " + entry.getKey() + " is enabled (" + sources.get(entry.getKey())
-                        + ") but unavailable: " + availability.detail() + "; install it, disable it with "
+                        + ") but unavailable: " + found.detail() + "; install it, disable it with "
                         + PREFIX + entry.getKey() + "=false, or set kvstore.nixl.require-backends=false");
-            } else {
-                unavailable.put(entry.getKey(), availability.detail());
             }
         }
-        return new Resolved(enabled, unavailable, sources);
+        return new Resolved(enabled, availability, sources);
+    }
+
+    /** Records one setting; two spellings of one backend from the same source (gds and GDS) must agree. */
+    private static void put(Map<String, Boolean> choice, Map<String, String> origins, String backend, boolean value, String origin) {
+        String earlier = origins.putIfAbsent(backend, origin);
+        if (earlier != null && choice.get(backend) != value) {
+            throw new IllegalArgumentException(earlier + " and " + origin + " both set NIXL backend " + backend
+                    + " but disagree; keep one");
+        }
+        choice.put(backend, value);
     }
 
     private static String normalise(String name, String origin) {

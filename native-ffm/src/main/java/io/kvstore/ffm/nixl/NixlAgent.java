@@ -1,0 +1,370 @@
+package io.kvstore.ffm.nixl;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BOOLEAN;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A NIXL agent: the unit that owns backends, registered memory and connections to remote agents.
+ * Every native handle it hands out (backend, registration, transfer request) belongs to it and must
+ * be closed before it; closing the agent destroys it. Thread-safe: the agent is created with
+ * NIXL's strict thread synchronisation.
+ */
+public final class NixlAgent implements AutoCloseable {
+
+    /**
+     * How the agent runs.
+     *
+     * @param progressThread whether NIXL runs its own progress thread (needed for a passive target
+     *     side to answer one-sided reads and writes without the application polling)
+     * @param progressDelayMicros the progress thread's sleep between polls
+     */
+    public record Config(boolean progressThread, long progressDelayMicros) {
+        public static final Config DEFAULT = new Config(true, 0);
+    }
+
+    /** A plugin's supported segment types and default parameters. */
+    public record PluginParams(List<String> memoryTypes, Map<String, String> params) {
+    }
+
+    private final Nixl nixl;
+    private final String name;
+    private final MemorySegment agent;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private NixlAgent(Nixl nixl, String name, MemorySegment agent) {
+        this.nixl = nixl;
+        this.name = name;
+        this.agent = agent;
+    }
+
+    static NixlAgent create(Nixl nixl, String name, Config config) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            MemorySegment cfg = Nixl.allocateConfig(arena, config);
+            int status = (int) nixl.createConfiguredAgent.invokeExact(arena.allocateFrom(name), cfg, out);
+            Nixl.check("nixl_capi_create_configured_agent(" + name + ")", status);
+            return new NixlAgent(nixl, name, out.get(ADDRESS, 0));
+        } catch (NixlException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("nixl_capi_create_configured_agent could not be invoked", t);
+        }
+    }
+
+    public String name() {
+        return name;
+    }
+
+    MemorySegment handle() {
+        if (closed.get()) {
+            throw new IllegalStateException("NIXL agent " + name + " is closed");
+        }
+        return agent;
+    }
+
+    Nixl nixl() {
+        return nixl;
+    }
+
+    @FunctionalInterface
+    interface Call {
+        int invoke(Arena arena) throws Throwable;
+    }
+
+    /** Runs one C API call in a confined arena and maps a non-success status to a {@link NixlException}. */
+    static void call(String what, Call body) {
+        int status;
+        try (Arena arena = Arena.ofConfined()) {
+            status = body.invoke(arena);
+        } catch (Throwable t) {
+            throw new IllegalStateException(what + " could not be invoked", t);
+        }
+        Nixl.check(what, status);
+    }
+
+    /** Backend plugins NIXL found (from NIXL_PLUGIN_DIR or plugins/ beside libnixl, plus built-in ones). */
+    public List<String> availablePlugins() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            call("nixl_capi_get_available_plugins(" + name + ")", a -> (int) nixl.getAvailablePlugins.invokeExact(handle(), out));
+            MemorySegment list = out.get(ADDRESS, 0);
+            try {
+                MemorySegment size = arena.allocate(JAVA_LONG);
+                call("nixl_capi_string_list_size", a -> (int) nixl.stringListSize.invokeExact(list, size));
+                List<String> plugins = new ArrayList<>();
+                MemorySegment str = arena.allocate(ADDRESS);
+                for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
+                    long index = i;
+                    call("nixl_capi_string_list_get(" + i + ")", a -> (int) nixl.stringListGet.invokeExact(list, index, str));
+                    plugins.add(str.get(ADDRESS, 0).reinterpret(4096).getString(0));
+                }
+                return plugins;
+            } finally {
+                call("nixl_capi_destroy_string_list", a -> (int) nixl.destroyStringList.invokeExact(list));
+            }
+        }
+    }
+
+    /** The segment types a plugin supports and its default parameters. */
+    public PluginParams pluginParams(String plugin) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mems = arena.allocate(ADDRESS);
+            MemorySegment params = arena.allocate(ADDRESS);
+            call("nixl_capi_get_plugin_params(" + plugin + ")",
+                    a -> (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+            MemorySegment memList = mems.get(ADDRESS, 0);
+            MemorySegment paramList = params.get(ADDRESS, 0);
+            try {
+                return new PluginParams(memoryTypes(arena, memList), readParams(arena, paramList));
+            } finally {
+                call("nixl_capi_destroy_mem_list", a -> (int) nixl.destroyMemList.invokeExact(memList));
+                call("nixl_capi_destroy_params", a -> (int) nixl.destroyParams.invokeExact(paramList));
+            }
+        }
+    }
+
+    private List<String> memoryTypes(Arena arena, MemorySegment memList) {
+        MemorySegment size = arena.allocate(JAVA_LONG);
+        call("nixl_capi_mem_list_size", a -> (int) nixl.memListSize.invokeExact(memList, size));
+        List<String> types = new ArrayList<>();
+        MemorySegment type = arena.allocate(JAVA_INT);
+        MemorySegment str = arena.allocate(ADDRESS);
+        for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
+            long index = i;
+            call("nixl_capi_mem_list_get(" + i + ")", a -> (int) nixl.memListGet.invokeExact(memList, index, type));
+            int t = type.get(JAVA_INT, 0);
+            call("nixl_capi_mem_type_to_string(" + t + ")", a -> (int) nixl.memTypeToString.invokeExact(t, str));
+            types.add(str.get(ADDRESS, 0).reinterpret(256).getString(0));
+        }
+        return types;
+    }
+
+    private Map<String, String> readParams(Arena arena, MemorySegment params) {
+        Map<String, String> result = new LinkedHashMap<>();
+        MemorySegment empty = arena.allocate(JAVA_BOOLEAN);
+        call("nixl_capi_params_is_empty", a -> (int) nixl.paramsIsEmpty.invokeExact(params, empty));
+        if (empty.get(JAVA_BOOLEAN, 0)) {
+            return result;
+        }
+        MemorySegment iterOut = arena.allocate(ADDRESS);
+        call("nixl_capi_params_create_iterator", a -> (int) nixl.paramsCreateIterator.invokeExact(params, iterOut));
+        MemorySegment iter = iterOut.get(ADDRESS, 0);
+        try {
+            MemorySegment key = arena.allocate(ADDRESS);
+            MemorySegment value = arena.allocate(ADDRESS);
+            MemorySegment hasNext = arena.allocate(JAVA_BOOLEAN);
+            do {
+                call("nixl_capi_params_iterator_next", a -> (int) nixl.paramsIteratorNext.invokeExact(iter, key, value, hasNext));
+                result.put(key.get(ADDRESS, 0).reinterpret(4096).getString(0), value.get(ADDRESS, 0).reinterpret(65536).getString(0));
+            } while (hasNext.get(JAVA_BOOLEAN, 0));
+        } finally {
+            call("nixl_capi_params_destroy_iterator", a -> (int) nixl.paramsDestroyIterator.invokeExact(iter));
+        }
+        return result;
+    }
+
+    /**
+     * Creates a backend from a plugin with its default parameters, {@code overrides} replacing or
+     * adding entries (needs {@code nixl_capi_params_add}, NIXL 0.8 and later, when not empty).
+     */
+    public NixlBackend createBackend(String plugin, Map<String, String> overrides) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mems = arena.allocate(ADDRESS);
+            MemorySegment params = arena.allocate(ADDRESS);
+            call("nixl_capi_get_plugin_params(" + plugin + ")",
+                    a -> (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+            MemorySegment memList = mems.get(ADDRESS, 0);
+            MemorySegment paramList = params.get(ADDRESS, 0);
+            try {
+                if (!overrides.isEmpty()) {
+                    var add = nixl.paramsAdd.orElseThrow(() -> new UnsupportedOperationException(
+                            "this libnixl_capi has no nixl_capi_params_add; cannot set backend parameters " + overrides.keySet()));
+                    for (var e : overrides.entrySet()) {
+                        call("nixl_capi_params_add(" + e.getKey() + "=" + e.getValue() + ")",
+                                a -> (int) add.invokeExact(paramList, a.allocateFrom(e.getKey()), a.allocateFrom(e.getValue())));
+                    }
+                }
+                MemorySegment out = arena.allocate(ADDRESS);
+                call("nixl_capi_create_backend(" + name + ", " + plugin + ")",
+                        a -> (int) nixl.createBackend.invokeExact(handle(), a.allocateFrom(plugin), paramList, out));
+                return new NixlBackend(this, plugin, out.get(ADDRESS, 0));
+            } finally {
+                call("nixl_capi_destroy_mem_list", a -> (int) nixl.destroyMemList.invokeExact(memList));
+                call("nixl_capi_destroy_params", a -> (int) nixl.destroyParams.invokeExact(paramList));
+            }
+        }
+    }
+
+    /**
+     * Registers memory with the agent's backends ({@code backend} alone when given) so remote agents
+     * may read and write it once they have this agent's metadata.
+     *
+     * @param memoryType one of {@link Nixl#DRAM_SEG}, {@link Nixl#VRAM_SEG}, ... {@link Nixl#FILE_SEG}
+     */
+    public NixlRegistration register(int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend) {
+        return NixlRegistration.register(this, memoryType, descriptors, backend);
+    }
+
+    /** This agent's metadata (connection info and registered memory), for a peer's {@link #loadRemoteMetadata}. */
+    public byte[] localMetadata() {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocate(ADDRESS);
+            MemorySegment len = arena.allocate(JAVA_LONG);
+            call("nixl_capi_get_local_md(" + name + ")", a -> (int) nixl.getLocalMd.invokeExact(handle(), data, len));
+            MemorySegment blob = data.get(ADDRESS, 0);
+            try {
+                return blob.reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE);
+            } finally {
+                nixl.free(blob); // malloc'd by the wrapper
+            }
+        }
+    }
+
+    /** Loads a remote agent's metadata; returns that agent's name, to address transfers to it. */
+    public String loadRemoteMetadata(byte[] metadata) {
+        if (metadata.length == 0) {
+            throw new IllegalArgumentException("remote NIXL metadata is empty");
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment blob = arena.allocateFrom(JAVA_BYTE, metadata);
+            MemorySegment nameOut = arena.allocate(ADDRESS);
+            long length = metadata.length;
+            call("nixl_capi_load_remote_md(" + name + ", " + length + " bytes)",
+                    a -> (int) nixl.loadRemoteMd.invokeExact(handle(), blob, length, nameOut));
+            MemorySegment remote = nameOut.get(ADDRESS, 0);
+            try {
+                return remote.reinterpret(4096).getString(0);
+            } finally {
+                nixl.free(remote); // strdup'd by the wrapper
+            }
+        }
+    }
+
+    /** Forgets a remote agent's metadata and disconnects from it. */
+    public void invalidateRemoteMetadata(String remoteAgent) {
+        call("nixl_capi_invalidate_remote_md(" + name + ", " + remoteAgent + ")",
+                a -> (int) nixl.invalidateRemoteMd.invokeExact(handle(), a.allocateFrom(remoteAgent)));
+    }
+
+    /**
+     * Creates (does not post) a transfer between local descriptors and a remote agent's; both lists
+     * must have the same count and per-entry lengths.
+     *
+     * @param operation {@link Nixl#XFER_READ} (remote into local) or {@link Nixl#XFER_WRITE}
+     * @param backend the backend to use, or null to let NIXL choose among those both sides share
+     */
+    public NixlTransfer createTransfer(int operation, int localType, List<NixlDescriptor> local, int remoteType,
+            List<NixlDescriptor> remote, String remoteAgent, NixlBackend backend, byte[] notification) {
+        return NixlTransfer.create(this, operation, localType, local, remoteType, remote, remoteAgent, backend, notification);
+    }
+
+    /** Sends a notification message to a remote agent whose metadata is loaded. */
+    public void sendNotification(String remoteAgent, byte[] message) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment data = arena.allocateFrom(JAVA_BYTE, message);
+            long length = message.length;
+            call("nixl_capi_gen_notif(" + name + " -> " + remoteAgent + ", " + length + " bytes)",
+                    a -> (int) nixl.genNotif.invokeExact(handle(), a.allocateFrom(remoteAgent), data, length, MemorySegment.NULL));
+        }
+    }
+
+    /** Notifications received since the last call, by sending agent. */
+    public Map<String, List<byte[]>> takeNotifications() {
+        Map<String, List<byte[]>> result = new LinkedHashMap<>();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mapOut = arena.allocate(ADDRESS);
+            call("nixl_capi_create_notif_map", a -> (int) nixl.createNotifMap.invokeExact(mapOut));
+            MemorySegment map = mapOut.get(ADDRESS, 0);
+            try {
+                call("nixl_capi_get_notifs(" + name + ")", a -> (int) nixl.getNotifs.invokeExact(handle(), map, MemorySegment.NULL));
+                MemorySegment size = arena.allocate(JAVA_LONG);
+                call("nixl_capi_notif_map_size", a -> (int) nixl.notifMapSize.invokeExact(map, size));
+                MemorySegment agentName = arena.allocate(ADDRESS);
+                MemorySegment count = arena.allocate(JAVA_LONG);
+                MemorySegment data = arena.allocate(ADDRESS);
+                MemorySegment len = arena.allocate(JAVA_LONG);
+                for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
+                    long index = i;
+                    call("nixl_capi_notif_map_get_agent_at(" + i + ")",
+                            a -> (int) nixl.notifMapGetAgentAt.invokeExact(map, index, agentName));
+                    MemorySegment agentPtr = agentName.get(ADDRESS, 0);
+                    String sender = agentPtr.reinterpret(4096).getString(0);
+                    call("nixl_capi_notif_map_get_notifs_size(" + sender + ")",
+                            a -> (int) nixl.notifMapGetNotifsSize.invokeExact(map, agentPtr, count));
+                    List<byte[]> messages = new ArrayList<>();
+                    for (long n = 0; n < count.get(JAVA_LONG, 0); n++) {
+                        long k = n;
+                        call("nixl_capi_notif_map_get_notif(" + sender + ", " + n + ")",
+                                a -> (int) nixl.notifMapGetNotif.invokeExact(map, agentPtr, k, data, len));
+                        messages.add(data.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
+                    }
+                    result.put(sender, messages);
+                }
+            } finally {
+                call("nixl_capi_destroy_notif_map", a -> (int) nixl.destroyNotifMap.invokeExact(map));
+            }
+        }
+        return result;
+    }
+
+    /**
+     * Optional arguments naming {@code backend} (when not null) and carrying {@code notification}
+     * (when not null); NULL when neither is given. Destroy with {@link #destroyOptArgs}.
+     */
+    MemorySegment optArgs(NixlBackend backend, byte[] notification) {
+        if (backend == null && notification == null) {
+            return MemorySegment.NULL;
+        }
+        MemorySegment args;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            call("nixl_capi_create_opt_args", a -> (int) nixl.createOptArgs.invokeExact(out));
+            args = out.get(ADDRESS, 0);
+        }
+        try {
+            if (backend != null) {
+                MemorySegment b = backend.handle();
+                call("nixl_capi_opt_args_add_backend(" + backend.plugin() + ")", a -> (int) nixl.optArgsAddBackend.invokeExact(args, b));
+            }
+            if (notification != null) {
+                long length = notification.length;
+                call("nixl_capi_opt_args_set_notif_msg(" + length + " bytes)",
+                        a -> (int) nixl.optArgsSetNotifMsg.invokeExact(args, a.allocateFrom(JAVA_BYTE, notification), length));
+                call("nixl_capi_opt_args_set_has_notif", a -> (int) nixl.optArgsSetHasNotif.invokeExact(args, true));
+            }
+            return args;
+        } catch (RuntimeException e) {
+            destroyOptArgs(args);
+            throw e;
+        }
+    }
+
+    void destroyOptArgs(MemorySegment args) {
+        if (!args.equals(MemorySegment.NULL)) {
+            call("nixl_capi_destroy_opt_args", a -> (int) nixl.destroyOptArgs.invokeExact(args));
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(agent));
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NIXL agent " + name;
+    }
+}

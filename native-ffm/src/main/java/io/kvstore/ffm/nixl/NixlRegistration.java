@@ -1,0 +1,95 @@
+package io.kvstore.ffm.nixl;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Memory registered with an agent through a registration descriptor list. The list is kept until
+ * {@link #close()}, which deregisters exactly what was registered and frees it.
+ */
+public final class NixlRegistration implements AutoCloseable {
+
+    private final NixlAgent agent;
+    private final int memoryType;
+    private final List<NixlDescriptor> descriptors;
+    private final NixlBackend backend;
+    private final MemorySegment dlist;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private NixlRegistration(NixlAgent agent, int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend,
+            MemorySegment dlist) {
+        this.agent = agent;
+        this.memoryType = memoryType;
+        this.descriptors = descriptors;
+        this.backend = backend;
+        this.dlist = dlist;
+    }
+
+    static NixlRegistration register(NixlAgent agent, int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend) {
+        if (descriptors.isEmpty()) {
+            throw new IllegalArgumentException("nothing to register with " + agent);
+        }
+        Nixl nixl = agent.nixl();
+        MemorySegment dlist = newRegList(nixl, memoryType, descriptors);
+        MemorySegment args = MemorySegment.NULL;
+        try {
+            args = agent.optArgs(backend, null);
+            MemorySegment opt = args;
+            NixlAgent.call("nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
+                    + " descriptor(s) from 0x" + Long.toHexString(descriptors.getFirst().address()) + ")",
+                    a -> (int) nixl.registerMem.invokeExact(agent.handle(), dlist, opt));
+        } catch (RuntimeException e) {
+            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+            throw e;
+        } finally {
+            agent.destroyOptArgs(args);
+        }
+        return new NixlRegistration(agent, memoryType, List.copyOf(descriptors), backend, dlist);
+    }
+
+    private static MemorySegment newRegList(Nixl nixl, int memoryType, List<NixlDescriptor> descriptors) {
+        MemorySegment dlist;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            NixlAgent.call("nixl_capi_create_reg_dlist(" + memoryType + ")", a -> (int) nixl.createRegDlist.invokeExact(memoryType, out));
+            dlist = out.get(ADDRESS, 0);
+        }
+        try {
+            for (NixlDescriptor d : descriptors) {
+                NixlAgent.call("nixl_capi_reg_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length() + ", dev " + d.deviceId() + ")",
+                        a -> (int) nixl.regDlistAddDesc.invokeExact(dlist, d.address(), d.length(), d.deviceId(), MemorySegment.NULL, 0L));
+            }
+            return dlist;
+        } catch (RuntimeException e) {
+            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+            throw e;
+        }
+    }
+
+    public int memoryType() {
+        return memoryType;
+    }
+
+    public List<NixlDescriptor> descriptors() {
+        return descriptors;
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            Nixl nixl = agent.nixl();
+            MemorySegment args = agent.optArgs(backend, null);
+            try {
+                NixlAgent.call("nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                        a -> (int) nixl.deregisterMem.invokeExact(agent.handle(), dlist, args));
+            } finally {
+                agent.destroyOptArgs(args);
+                NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+package io.kvstore.ffm.nixl;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A NIXL transfer request: created once from local and remote descriptor lists, then posted and
+ * polled until done. {@link #close()} releases the request (NIXL aborts it if still in flight) and
+ * frees the lists.
+ */
+public final class NixlTransfer implements AutoCloseable {
+
+    private final NixlAgent agent;
+    private final String description;
+    private final MemorySegment request;
+    private final MemorySegment localList;
+    private final MemorySegment remoteList;
+    private final MemorySegment postArgs;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    private NixlTransfer(NixlAgent agent, String description, MemorySegment request, MemorySegment localList,
+            MemorySegment remoteList, MemorySegment postArgs) {
+        this.agent = agent;
+        this.description = description;
+        this.request = request;
+        this.localList = localList;
+        this.remoteList = remoteList;
+        this.postArgs = postArgs;
+    }
+
+    static NixlTransfer create(NixlAgent agent, int operation, int localType, List<NixlDescriptor> local, int remoteType,
+            List<NixlDescriptor> remote, String remoteAgent, NixlBackend backend, byte[] notification) {
+        if (operation != Nixl.XFER_READ && operation != Nixl.XFER_WRITE) {
+            throw new IllegalArgumentException("NIXL transfer operation must be XFER_READ (0) or XFER_WRITE (1), got " + operation);
+        }
+        if (local.isEmpty() || local.size() != remote.size()) {
+            throw new IllegalArgumentException("a NIXL transfer needs as many local as remote descriptors (and at least one), got "
+                    + local.size() + " and " + remote.size());
+        }
+        for (int i = 0; i < local.size(); i++) {
+            if (local.get(i).length() != remote.get(i).length()) {
+                throw new IllegalArgumentException("descriptor " + i + " differs in length: local " + local.get(i).length()
+                        + ", remote " + remote.get(i).length());
+            }
+        }
+        String description = (operation == Nixl.XFER_READ ? "READ" : "WRITE") + " of " + local.size() + " descriptor(s) "
+                + agent.name() + " <-> " + remoteAgent;
+        Nixl nixl = agent.nixl();
+        MemorySegment localList = newXferList(nixl, localType, local);
+        MemorySegment remoteList = MemorySegment.NULL;
+        MemorySegment createArgs = MemorySegment.NULL;
+        MemorySegment postArgs = MemorySegment.NULL;
+        try {
+            remoteList = newXferList(nixl, remoteType, remote);
+            createArgs = agent.optArgs(backend, null);
+            postArgs = agent.optArgs(null, notification);
+            MemorySegment rl = remoteList;
+            MemorySegment ca = createArgs;
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment out = arena.allocate(ADDRESS);
+                NixlAgent.call("nixl_capi_create_xfer_req(" + description + ")", a -> (int) nixl.createXferReq.invokeExact(
+                        agent.handle(), operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
+                return new NixlTransfer(agent, description, out.get(ADDRESS, 0), localList, remoteList, postArgs);
+            }
+        } catch (RuntimeException e) {
+            destroyList(nixl, localList);
+            destroyList(nixl, remoteList);
+            agent.destroyOptArgs(postArgs);
+            throw e;
+        } finally {
+            agent.destroyOptArgs(createArgs);
+        }
+    }
+
+    private static MemorySegment newXferList(Nixl nixl, int type, List<NixlDescriptor> descriptors) {
+        MemorySegment dlist;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment out = arena.allocate(ADDRESS);
+            NixlAgent.call("nixl_capi_create_xfer_dlist(" + type + ")", a -> (int) nixl.createXferDlist.invokeExact(type, out));
+            dlist = out.get(ADDRESS, 0);
+        }
+        try {
+            for (NixlDescriptor d : descriptors) {
+                NixlAgent.call("nixl_capi_xfer_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length() + ", dev " + d.deviceId() + ")",
+                        a -> (int) nixl.xferDlistAddDesc.invokeExact(dlist, d.address(), d.length(), d.deviceId()));
+            }
+            return dlist;
+        } catch (RuntimeException e) {
+            destroyList(nixl, dlist);
+            throw e;
+        }
+    }
+
+    private static void destroyList(Nixl nixl, MemorySegment dlist) {
+        if (!dlist.equals(MemorySegment.NULL)) {
+            NixlAgent.call("nixl_capi_destroy_xfer_dlist", a -> (int) nixl.destroyXferDlist.invokeExact(dlist));
+        }
+    }
+
+    /**
+     * Posts the request; returns true when it already completed, false when it is in progress
+     * (poll {@link #isDone()}).
+     */
+    public boolean post() {
+        return done("nixl_capi_post_xfer_req(" + description + ")", () -> {
+            Nixl nixl = agent.nixl();
+            return (int) nixl.postXferReq.invokeExact(agent.handle(), handle(), postArgs);
+        });
+    }
+
+    /** Whether the posted request has completed; throws a {@link NixlException} when it failed. */
+    public boolean isDone() {
+        return done("nixl_capi_get_xfer_status(" + description + ")", () -> {
+            Nixl nixl = agent.nixl();
+            return (int) nixl.getXferStatus.invokeExact(agent.handle(), handle());
+        });
+    }
+
+    @FunctionalInterface
+    private interface StatusCall {
+        int invoke() throws Throwable;
+    }
+
+    private static boolean done(String what, StatusCall call) {
+        int status;
+        try {
+            status = call.invoke();
+        } catch (Throwable t) {
+            throw new IllegalStateException(what + " could not be invoked", t);
+        }
+        if (status == Nixl.IN_PROG) {
+            return false;
+        }
+        Nixl.check(what, status);
+        return true;
+    }
+
+    private MemorySegment handle() {
+        if (closed.get()) {
+            throw new IllegalStateException("NIXL transfer " + description + " is released");
+        }
+        return request;
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            Nixl nixl = agent.nixl();
+            try {
+                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")",
+                        a -> (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
+                NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
+            } finally {
+                destroyList(nixl, localList);
+                destroyList(nixl, remoteList);
+                agent.destroyOptArgs(postArgs);
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return description;
+    }
+}

@@ -1,0 +1,296 @@
+package io.kvstore.transfer.nixl;
+
+import io.kvstore.ffm.nixl.Nixl;
+import io.kvstore.ffm.nixl.NixlAgent;
+import io.kvstore.ffm.nixl.NixlBackend;
+import io.kvstore.ffm.nixl.NixlDescriptor;
+import io.kvstore.ffm.nixl.NixlException;
+import io.kvstore.ffm.nixl.NixlRegistration;
+import io.kvstore.ffm.nixl.NixlTransfer;
+import io.kvstore.transfer.LocalRegion;
+import io.kvstore.transfer.MemoryKind;
+import io.kvstore.transfer.Peer;
+import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.TransferEngine;
+import io.kvstore.transfer.TransferException;
+import io.kvstore.transfer.TransferOp;
+import io.kvstore.transfer.TransferResult;
+import io.kvstore.transfer.TransferSpan;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@link TransferEngine} on NIXL (libnixl_capi): one agent per engine with the backends the
+ * {@link io.kvstore.nixl.NixlBackendSelection} enabled, memory registered through registration
+ * descriptor lists, peers connected by loading their agent metadata, and each post turned into one
+ * NIXL transfer request over the coalesced spans, polled to completion on the engine's progress
+ * thread.
+ *
+ * <p>NIXL keeps registrations in the agent's metadata rather than in per-region keys, so
+ * {@link #localAddress()} must be read after the regions a peer will use are registered. A region's
+ * {@link LocalRegion#remoteKey()} carries only its NIXL segment type and device id (12 bytes), which
+ * the peer needs to build its remote descriptors.
+ */
+public final class NixlTransferEngine implements TransferEngine {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NixlTransferEngine.class);
+    /** Bytes of a region key: segment type (int) and device id (long). */
+    private static final int KEY_BYTES = Integer.BYTES + Long.BYTES;
+    /** How long the progress thread waits for new work when nothing is in flight. */
+    private static final long IDLE_WAIT_MILLIS = 50;
+
+    private final NixlAgent agent;
+    private final Map<String, NixlBackend> backends = new LinkedHashMap<>();
+    private final NixlBackend dataBackend;
+    private final Duration timeout;
+    private final LinkedBlockingQueue<InFlight> submitted = new LinkedBlockingQueue<>();
+    private final Thread progress;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    /** A posted request, its deadline and the caller's future. */
+    private record InFlight(NixlTransfer transfer, CompletableFuture<TransferResult> future, long bytes, int transfers,
+            long startNanos, long deadlineNanos, String description) {
+    }
+
+    /**
+     * Creates the agent {@code agentName} with every backend in {@code enabledBackends} (the
+     * selection's {@link io.kvstore.nixl.NixlBackendSelection.Resolved#enabled()}); memory transfers
+     * use UCX when enabled, else the first backend.
+     *
+     * @throws IllegalStateException when NIXL is unavailable, naming why
+     * @throws IllegalArgumentException when no backend is enabled
+     */
+    public NixlTransferEngine(String agentName, Set<String> enabledBackends, Duration timeout) {
+        if (!Nixl.availability().available()) {
+            throw new IllegalStateException("NIXL transfer engine unavailable: " + Nixl.availability().detail());
+        }
+        if (enabledBackends.isEmpty()) {
+            throw new IllegalArgumentException("the NIXL transfer engine needs at least one enabled backend");
+        }
+        this.timeout = timeout;
+        this.agent = Nixl.get().createAgent(agentName, NixlAgent.Config.DEFAULT);
+        try {
+            for (String name : enabledBackends) {
+                backends.put(name, agent.createBackend(name, Map.of()));
+            }
+        } catch (RuntimeException e) {
+            backends.values().forEach(NixlBackend::close);
+            agent.close();
+            throw e;
+        }
+        this.dataBackend = backends.getOrDefault("UCX", backends.values().iterator().next());
+        this.progress = Thread.ofPlatform().name("kvstore-nixl-progress-" + agentName).daemon().start(this::progressLoop);
+        LOG.info("NIXL agent {} started with backends {} (transfers over {})", agentName, backends.keySet(), dataBackend.plugin());
+    }
+
+    @Override
+    public String backend() {
+        return "NIXL/" + dataBackend.plugin();
+    }
+
+    /** This agent's metadata; read it after registering the regions peers will use. */
+    @Override
+    public byte[] localAddress() {
+        return agent.localMetadata();
+    }
+
+    @Override
+    public LocalRegion register(MemorySegment segment, MemoryKind kind) {
+        int type = segmentType(kind);
+        NixlRegistration registration = agent.register(type, List.of(new NixlDescriptor(segment.address(), segment.byteSize(), 0)),
+                dataBackend);
+        byte[] key = ByteBuffer.allocate(KEY_BYTES).putInt(type).putLong(0).array();
+        return new LocalRegion() {
+            @Override
+            public MemorySegment segment() {
+                return segment;
+            }
+
+            @Override
+            public MemoryKind kind() {
+                return kind;
+            }
+
+            @Override
+            public byte[] remoteKey() {
+                return key.clone();
+            }
+
+            @Override
+            public void close() {
+                registration.close();
+            }
+        };
+    }
+
+    /** The NIXL segment type of a memory kind; {@link MemoryKind} follows nixl_mem_t's order. */
+    static int segmentType(MemoryKind kind) {
+        return switch (kind) {
+            case DRAM -> Nixl.DRAM_SEG;
+            case VRAM -> Nixl.VRAM_SEG;
+            case BLOCK -> Nixl.BLK_SEG;
+            case OBJECT -> Nixl.OBJ_SEG;
+            case FILE -> Nixl.FILE_SEG;
+        };
+    }
+
+    @Override
+    public Peer connect(String name, byte[] peerAddress) {
+        String remoteAgent = agent.loadRemoteMetadata(peerAddress);
+        LOG.info("NIXL agent {} connected to peer {} (agent {})", agent.name(), name, remoteAgent);
+        return new NixlPeer(name, remoteAgent, this);
+    }
+
+    /** A peer: the remote agent whose metadata this engine loaded. */
+    private record NixlPeer(String name, String remoteAgent, NixlTransferEngine engine) implements Peer {
+        @Override
+        public void close() {
+            engine.agent.invalidateRemoteMetadata(remoteAgent);
+        }
+    }
+
+    @Override
+    public CompletableFuture<TransferResult> post(TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote,
+            List<TransferSpan> spans) {
+        if (!(peer instanceof NixlPeer nixlPeer) || nixlPeer.engine() != this) {
+            throw new IllegalArgumentException("peer " + peer.name() + " was not connected by this engine");
+        }
+        if (closed.get()) {
+            throw new IllegalStateException("NIXL transfer engine of agent " + agent.name() + " is closed");
+        }
+        byte[] key = remote.remoteKey();
+        if (key.length != KEY_BYTES) {
+            throw new IllegalArgumentException("remote region key of " + key.length + " bytes is not a NIXL region key ("
+                    + KEY_BYTES + " bytes: segment type and device id)");
+        }
+        ByteBuffer k = ByteBuffer.wrap(key);
+        int remoteType = k.getInt();
+        long remoteDevice = k.getLong();
+        List<TransferSpan> merged = TransferSpan.coalesce(spans);
+        List<NixlDescriptor> localDescs = new ArrayList<>(merged.size());
+        List<NixlDescriptor> remoteDescs = new ArrayList<>(merged.size());
+        long bytes = 0;
+        long base = local.segment().address();
+        for (TransferSpan s : merged) {
+            if (s.localOffset() + s.length() > local.segment().byteSize() || s.remoteOffset() + s.length() > remote.length()) {
+                throw new IllegalArgumentException("span " + s + " lies outside the local region ("
+                        + local.segment().byteSize() + " bytes) or the remote one (" + remote.length() + " bytes)");
+            }
+            localDescs.add(new NixlDescriptor(base + s.localOffset(), s.length(), 0));
+            remoteDescs.add(new NixlDescriptor(remote.address() + s.remoteOffset(), s.length(), remoteDevice));
+            bytes += s.length();
+        }
+        String description = op + " of " + bytes + " bytes in " + merged.size() + " transfer(s) with peer " + peer.name();
+        CompletableFuture<TransferResult> future = new CompletableFuture<>();
+        long start = System.nanoTime();
+        NixlTransfer transfer;
+        try {
+            transfer = agent.createTransfer(op == TransferOp.READ ? Nixl.XFER_READ : Nixl.XFER_WRITE,
+                    segmentType(local.kind()), localDescs, remoteType, remoteDescs, nixlPeer.remoteAgent(), dataBackend, null);
+        } catch (NixlException e) {
+            future.completeExceptionally(new TransferException("NIXL " + description + " could not be created: " + e.getMessage(), e));
+            return future;
+        }
+        InFlight work = new InFlight(transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description);
+        try {
+            if (transfer.post()) {
+                finish(work);
+                return future;
+            }
+        } catch (NixlException e) {
+            fail(work, "failed to post", e);
+            return future;
+        }
+        submitted.add(work);
+        if (closed.get() && submitted.remove(work)) {
+            fail(work, "was abandoned: the engine closed", null); // closed between the check above and now
+        }
+        return future;
+    }
+
+    private void progressLoop() {
+        List<InFlight> active = new ArrayList<>();
+        while (!closed.get()) {
+            try {
+                if (active.isEmpty()) {
+                    InFlight next = submitted.poll(IDLE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+                    if (next != null) {
+                        active.add(next);
+                    }
+                }
+                submitted.drainTo(active);
+                for (Iterator<InFlight> it = active.iterator(); it.hasNext(); ) {
+                    InFlight work = it.next();
+                    try {
+                        if (work.transfer().isDone()) {
+                            it.remove();
+                            finish(work);
+                        } else if (System.nanoTime() > work.deadlineNanos()) {
+                            it.remove();
+                            fail(work, "timed out after " + timeout, null);
+                        }
+                    } catch (NixlException e) {
+                        it.remove();
+                        fail(work, "failed", e);
+                    }
+                }
+                if (!active.isEmpty()) {
+                    Thread.onSpinWait();
+                }
+            } catch (InterruptedException e) {
+                break;
+            }
+        }
+        submitted.drainTo(active);
+        for (InFlight work : active) {
+            fail(work, "was abandoned: the engine closed", null);
+        }
+    }
+
+    private void finish(InFlight work) {
+        release(work);
+        work.future().complete(new TransferResult(work.bytes(), work.transfers(),
+                Duration.ofNanos(System.nanoTime() - work.startNanos())));
+    }
+
+    private void fail(InFlight work, String what, NixlException cause) {
+        release(work);
+        String message = "NIXL " + work.description() + " " + what + (cause == null ? "" : ": " + cause.getMessage());
+        work.future().completeExceptionally(cause == null ? new TransferException(message) : new TransferException(message, cause));
+    }
+
+    private void release(InFlight work) {
+        try {
+            work.transfer().close();
+        } catch (NixlException e) {
+            LOG.warn("releasing NIXL request {} failed: {}", work.description(), e.getMessage());
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            try {
+                progress.join(Duration.ofSeconds(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            backends.values().forEach(NixlBackend::close);
+            agent.close();
+            LOG.info("NIXL agent {} closed", agent.name());
+        }
+    }
+}
