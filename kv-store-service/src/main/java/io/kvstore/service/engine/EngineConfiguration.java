@@ -2,6 +2,7 @@ package io.kvstore.service.engine;
 
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
+import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
@@ -65,6 +66,11 @@ public class EngineConfiguration {
     @Bean
     TierGauges tierGauges(TierEngine engine) {
         return new TierGauges(engine);
+    }
+
+    @Bean
+    BackendProbe backendProbe(KvStoreProperties properties) {
+        return new BackendProbe(properties, System.getenv());
     }
 
     @Bean
