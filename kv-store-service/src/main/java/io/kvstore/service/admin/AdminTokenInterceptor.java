@@ -45,6 +45,7 @@ public final class AdminTokenInterceptor implements HandlerInterceptor {
     private static void refuse(HttpServletResponse response, int status, String title, String detail) throws IOException {
         response.setStatus(status);
         response.setContentType(MediaType.APPLICATION_PROBLEM_JSON_VALUE);
+        response.setCharacterEncoding("UTF-8");
         response.getWriter().write("{\"type\":\"about:blank\",\"title\":\"" + title + "\",\"status\":" + status
                 + ",\"detail\":\"" + detail.replace("\"", "'") + "\"}");
     }
