@@ -1,25 +1,52 @@
 #!/usr/bin/env bash
-# UCX put/get bandwidth of kvstore's binding beside ucx_perftest, same machine, same transports.
-# Usage: bench/ucx.sh [UCX_TLS]   (default: UCX's own choice; e.g. "tcp" or "posix,cma,self")
-# KVSTORE_UCX_PEER_ERRORS=0 connects without UCX peer-failure handling (lets UCX use shared memory).
+# UCX bandwidth of kvstore's UcxTransferEngine against ucx_perftest on the same machine and transport.
+# Usage: bench/ucx.sh [seconds-per-point]   (needs ucx-utils; builds bench/target/benchmarks.jar if absent)
+# Prints a markdown table: transport, op, message size, perftest MiB/s, engine MiB/s, ratio, engine path.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[[ -n "${1:-}" ]] && export UCX_TLS="$1"
-JAVA_HOME=${JAVA_HOME:-$(ls -d /usr/lib/jvm/temurin-25* | head -1)}
-[[ -f bench/target/benchmarks.jar ]] || ./mvnw -q -B -ntp -DskipTests -pl bench -am package
-command -v ucx_perftest >/dev/null || { echo "ucx_perftest is missing: apt-get install -y ucx-utils" >&2; exit 1; }
-echo "machine: $(nproc) cores; UCX_TLS=${UCX_TLS:-default}; $(ucx_info -v | head -1)"
-printf "%-10s %12s %12s %12s %12s %8s %8s\n" message kv_put perftest_put kv_get perftest_get put_ratio get_ratio
-perftest() { # test size -> MB/s
-  ucx_perftest -t "$1" -s "$2" -n 500 -p 13337 >/dev/null 2>&1 & local server=$!
-  sleep 1
-  ucx_perftest 127.0.0.1 -t "$1" -s "$2" -n 500 -p 13337 2>/dev/null | awk '/Final:/{print int($(NF-2))}' | tail -1
-  wait $server 2>/dev/null || true
+SECS=${1:-2}
+SIZES=(262144 1048576 4194304)
+JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
+JAR=bench/target/benchmarks.jar
+command -v ucx_perftest >/dev/null || { echo "ucx_perftest not found (apt-get install ucx-utils)" >&2; exit 1; }
+[[ -f $JAR ]] || ./mvnw -q -B -ntp -pl bench -am package -DskipTests
+
+PORT=$((20000 + RANDOM % 20000))
+perftest() { # tls test size -> MiB/s (overall bandwidth column of the "Final:" line)
+  local tls=$1 test=$2 size=$3 iters
+  iters=$(( (4 << 30) / size )); (( iters > 20000 )) && iters=20000
+  UCX_TLS=$tls ucx_perftest -p $PORT >/dev/null 2>&1 &
+  local srv=$!
+  sleep 0.5
+  local out
+  out=$(UCX_TLS=$tls timeout 120 ucx_perftest 127.0.0.1 -p $PORT -t "$test" -s "$size" -n "$iters" -w 50 2>&1 || true)
+  wait $srv 2>/dev/null || true
+  PORT=$((PORT + 1))
+  awk '/Final:/ {print int($7)}' <<<"$out"
 }
-for size in 262144 1048576 4194304; do
-  pp=$(perftest ucp_put_bw $size); pg=$(perftest ucp_get $size)
-  read -r kp kg < <("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -cp bench/target/benchmarks.jar \
-      io.kvstore.bench.ucx.UcxBandwidth $size $((2 << 30)) 2>/dev/null)
-  printf "%-10s %9s MB/s %9s MB/s %9s MB/s %9s MB/s %8.2f %8.2f\n" $size $kp $pp $kg $pg \
-    "$(awk -v a="$kp" -v b="$pp" 'BEGIN{print a/b}')" "$(awk -v a="$kg" -v b="$pg" 'BEGIN{print a/b}')"
+
+engine() { # tls path -> lines "op size MiB/s path"
+  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "$JAR" io.kvstore.bench.ucx.UcxBandwidth "$1" "$2" "$SECS" "${SIZES[@]}"
+}
+
+echo "| transport | op | size | ucx_perftest MiB/s | engine MiB/s | ratio | engine path |"
+echo "|---|---|---|---|---|---|---|"
+for tls in sm tcp; do
+  declare -A ENG=() PATHS=()
+  while read -r op size mibs path; do ENG[$op.$size]=$mibs; PATHS[$op.$size]=$path; done < <(engine $tls AUTO)
+  for size in "${SIZES[@]}"; do
+    for op in put get; do
+      test=ucp_put_bw; [[ $op == get ]] && test=ucp_get   # 1.13 has no ucp_get_bw; ucp_get reports bandwidth too
+      ref=$(perftest $tls $test "$size")
+      e=${ENG[$op.$size]:-0}
+      ratio=$(awk -v e="$e" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", e / r; else print "n/a" }')
+      echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} |"
+    done
+  done
+  if [[ $tls == tcp ]]; then
+    for size in "${SIZES[@]}"; do
+      echo "| tcp | am_bw (reference for the AM path) | $size | $(perftest tcp ucp_am_bw "$size") | | | |"
+    done
+  fi
+  unset ENG PATHS
 done

@@ -1,106 +1,65 @@
 package io.kvstore.bench.ucx;
 
-import io.kvstore.ffm.ucx.RemoteKey;
-import io.kvstore.ffm.ucx.Ucp;
-import io.kvstore.ffm.ucx.UcpContext;
-import io.kvstore.ffm.ucx.UcpEndpoint;
-import io.kvstore.ffm.ucx.UcpMemory;
-import io.kvstore.ffm.ucx.UcpWorker;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.HexFormat;
+import io.kvstore.transfer.LocalRegion;
+import io.kvstore.transfer.TransferOp;
+import io.kvstore.transfer.TransferSpan;
+import io.kvstore.transfer.ucx.UcxPath;
+import io.kvstore.transfer.ucx.UcxPeer;
+import io.kvstore.transfer.ucx.UcxSettings;
+import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
- * UCX put/get bandwidth of kvstore's binding between two processes, for comparison with ucx_perftest.
- * Usage: UcxBandwidth MESSAGE_BYTES TOTAL_BYTES (forks itself as the peer). Rotates over a 1 GiB region
- * with eight requests in flight.
- * Prints "put MB/s get MB/s".
+ * PUT (WRITE) and GET (READ) bandwidth of {@link UcxTransferEngine} between two engines with their
+ * own UCX contexts, for comparison with ucx_perftest on the same transport (bench/ucx.sh). Messages
+ * are mapped in reverse order over a 256 MiB working set so none coalesce: each is one UCX message
+ * of the given size. Prints {@code op size MiB/s path}.
+ *
+ * <p>Arguments: UCX_TLS value, path (AUTO, RMA, ACTIVE_MESSAGES), seconds per point, sizes...
  */
 public final class UcxBandwidth {
 
-    private static final long REGION = 1L << 30;
-    /** Requests in flight, as UcxTransferEngine keeps them. */
-    private static final int WINDOW = 8;
+    private static final long WORKING_SET = 256L << 20;
 
     public static void main(String[] args) throws Exception {
-        if (args[0].equals("peer")) {
-            peer();
-            return;
-        }
-        int message = Integer.parseInt(args[0]);
-        long total = Long.parseLong(args[1]);
-        String java = ProcessHandle.current().info().command().orElse("java");
-        Process p = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), UcxBandwidth.class.getName(), "peer")
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream()));
-                Arena arena = Arena.ofShared();
-                UcpContext context = new UcpContext(Ucp.FEATURE_RMA);
-                UcpWorker worker = context.newWorker()) {
-            byte[] address = HexFormat.of().parseHex(out.readLine());
-            String[] region = out.readLine().split(" ");
-            long remote = Long.parseLong(region[0]);
-            MemorySegment local = arena.allocate(REGION, 4096);
-            local.fill((byte) 7);
-            Duration timeout = Duration.ofSeconds(30);
-            try (UcpMemory registered = context.map(local);
-                    UcpEndpoint endpoint = worker.connect(address, !"0".equals(System.getenv("KVSTORE_UCX_PEER_ERRORS")));
-                    RemoteKey key = endpoint.unpack(HexFormat.of().parseHex(region[1]))) {
-                long slots = REGION / message;
-                long count = total / message;
-                for (int warm = 0; warm < 2; warm++) {
-                    for (long i = 0; i < Math.min(count, 64); i++) {
-                        endpoint.put(local.asSlice(i % slots * message, message), remote + i % slots * message, key, timeout);
-                    }
+        String tls = args[0];
+        UcxPath path = UcxPath.valueOf(args[1]);
+        double seconds = Double.parseDouble(args[2]);
+        UcxSettings settings = UcxSettings.defaults().withTransports(tls).withPath(path).withMaxMessageBytes(64L << 20);
+        try (UcxTransferEngine initiator = UcxTransferEngine.create(settings);
+                UcxTransferEngine target = UcxTransferEngine.create(settings);
+                LocalRegion local = initiator.allocate(WORKING_SET);
+                LocalRegion remote = target.allocate(WORKING_SET);
+                UcxPeer peer = initiator.connect("target", target.localAddress())) {
+            local.segment().fill((byte) 1);
+            remote.segment().fill((byte) 2);
+            for (int i = 3; i < args.length; i++) {
+                long size = Long.parseLong(args[i]);
+                for (TransferOp op : List.of(TransferOp.WRITE, TransferOp.READ)) {
+                    double mibs = measure(initiator, op, local, peer, remote, size, seconds);
+                    System.out.printf("%s %d %.0f %s%n", op == TransferOp.WRITE ? "put" : "get", size, mibs, peer.path());
                 }
-                long start = System.nanoTime();
-                java.util.ArrayDeque<io.kvstore.ffm.ucx.UcpRequest> window = new java.util.ArrayDeque<>();
-                for (long i = 0; i < count; i++) {
-                    long off = i % slots * message;
-                    if (window.size() == WINDOW) {
-                        worker.await(window.poll(), timeout);
-                    }
-                    window.add(endpoint.putAsync(local.asSlice(off, message), remote + off, key));
-                }
-                while (!window.isEmpty()) {
-                    worker.await(window.poll(), timeout);
-                }
-                endpoint.flush(timeout);
-                double put = (double) count * message / ((System.nanoTime() - start) / 1e9) / 1e6;
-                start = System.nanoTime();
-                for (long i = 0; i < count; i++) {
-                    long off = i % slots * message;
-                    if (window.size() == WINDOW) {
-                        worker.await(window.poll(), timeout);
-                    }
-                    window.add(endpoint.getAsync(local.asSlice(off, message), remote + off, key));
-                }
-                while (!window.isEmpty()) {
-                    worker.await(window.poll(), timeout);
-                }
-                double get = (double) count * message / ((System.nanoTime() - start) / 1e9) / 1e6;
-                System.out.printf("%.0f %.0f%n", put, get);
             }
-        } finally {
-            p.destroyForcibly();
         }
     }
 
-    private static void peer() throws Exception {
-        try (Arena arena = Arena.ofShared();
-                UcpContext context = new UcpContext(Ucp.FEATURE_RMA);
-                UcpWorker worker = context.newWorker()) {
-            worker.startProgressThread("peer-progress");
-            MemorySegment region = arena.allocate(REGION, 4096);
-            try (UcpMemory memory = context.map(region)) {
-                System.out.println(HexFormat.of().formatHex(worker.address()));
-                System.out.println(region.address() + " " + HexFormat.of().formatHex(memory.packedKey()));
-                System.out.flush();
-                Thread.sleep(Long.MAX_VALUE);
-            }
+    private static double measure(UcxTransferEngine engine, TransferOp op, LocalRegion local, UcxPeer peer,
+            LocalRegion remote, long size, double seconds) throws Exception {
+        long blocks = WORKING_SET / size;
+        List<TransferSpan> spans = new ArrayList<>();
+        for (long i = 0; i < blocks; i++) {
+            spans.add(new TransferSpan(i * size, (blocks - 1 - i) * size, size));
         }
+        engine.post(op, local, peer, remote.describe(), spans).get(60, TimeUnit.SECONDS); // warm-up
+        long bytes = 0;
+        long start = System.nanoTime();
+        long end = start + (long) (seconds * 1e9);
+        while (System.nanoTime() < end) {
+            bytes += engine.post(op, local, peer, remote.describe(), spans).get(60, TimeUnit.SECONDS).bytes();
+        }
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        return bytes / elapsed / (1 << 20);
     }
 }

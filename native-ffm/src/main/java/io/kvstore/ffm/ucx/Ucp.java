@@ -7,214 +7,318 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
-import io.kvstore.ffm.libc.LibC;
+import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Hand-written bindings of UCX's UCP API (Debian's libucx0 1.13): contexts, workers, endpoints, memory
- * registration, remote keys, one-sided put/get and flush. Raw calls only; {@link UcpContext},
- * {@link UcpWorker}, {@link UcpEndpoint} and {@link UcpMemory} wrap them with ownership and errors.
+ * Binding of UCX's {@code libucp} (API 1.13, Debian's libucx0): context, worker, endpoint, memory
+ * registration, rkeys, RMA put/get, active messages, flush and requests. Every symbol is looked up
+ * once, lazily, on first use; when the library or a symbol is missing {@link #availability()} says
+ * which and where it looked, and nothing else in the JVM is affected.
  *
- * <p>Struct layouts follow ucp.h of UCX 1.13 on LP64 (sizes 80, 200, 104, 72, 40 bytes);
- * {@code UcpLayoutTest} compiles a C program against the installed headers and compares every size and
- * offset used here.
+ * <p>This class holds only the raw downcalls and upcall-stub factories; the typed wrappers
+ * ({@link UcpContext}, {@link UcpWorker}, {@link UcpEndpoint}, {@link UcpMemory},
+ * {@link UcpRemoteKey}) turn statuses into {@link UcxException}s and own the native handles.
+ * Library location: {@code -Dkvstore.ucx.lib.dir} or {@code KVSTORE_UCX_LIB_DIR}, then the Debian
+ * and common prefixes, then the system loader.
  */
 public final class Ucp {
 
-    static final int API_MAJOR = 1;
-    static final int API_MINOR = 13;
-
-    /** ucp_feature: tag matching. */
+    /** UCP_FEATURE_TAG. */
     public static final long FEATURE_TAG = 1L;
-    /** ucp_feature: remote memory access (put/get). */
+    /** UCP_FEATURE_RMA: put/get on registered memory. */
     public static final long FEATURE_RMA = 1L << 1;
-    /** ucp_feature: active messages. */
+    /** UCP_FEATURE_WAKEUP: event descriptor so an idle worker can sleep. */
+    public static final long FEATURE_WAKEUP = 1L << 4;
+    /** UCP_FEATURE_AM: active messages. */
     public static final long FEATURE_AM = 1L << 6;
 
-    static final long PARAM_FIELD_FEATURES = 1L;
-    static final long WORKER_PARAM_FIELD_THREAD_MODE = 1L;
-    /** UCS_THREAD_MODE_MULTI: any thread may call into the worker. */
-    static final int THREAD_MODE_MULTI = 2;
-    static final long EP_PARAM_FIELD_REMOTE_ADDRESS = 1L;
-    static final long EP_PARAM_FIELD_ERR_HANDLING_MODE = 1L << 1;
-    /** UCP_ERR_HANDLING_MODE_PEER: a failed peer fails its requests instead of hanging them. */
-    static final int ERR_HANDLING_MODE_PEER = 1;
-    static final long MEM_MAP_PARAM_FIELD_ADDRESS = 1L;
-    static final long MEM_MAP_PARAM_FIELD_LENGTH = 1L << 1;
-    static final int EP_CLOSE_FLAG_FORCE = 1;
-    static final int OP_ATTR_FIELD_FLAGS = 1 << 4;
+    /** UCS_THREAD_MODE_SINGLE: one thread owns the worker. */
+    public static final int THREAD_MODE_SINGLE = 0;
+    /** UCS_THREAD_MODE_MULTI: any thread, UCX locks internally. */
+    public static final int THREAD_MODE_MULTI = 2;
 
-    /** UCS_OK. */
-    public static final int OK = 0;
-    /** UCS_INPROGRESS. */
-    public static final int IN_PROGRESS = 1;
-    /** UCS_ERR_LAST: pointers in [-100, -1] returned as ucs_status_ptr_t are error codes. */
-    static final long ERR_LAST = -100;
+    /** UCP_ERR_HANDLING_MODE_NONE: no peer-failure detection; keeps shared-memory transports. */
+    public static final int ERR_MODE_NONE = 0;
+    /** UCP_ERR_HANDLING_MODE_PEER: requests fail and the error handler runs when the peer dies. */
+    public static final int ERR_MODE_PEER = 1;
 
-    /** ucp_params_t: field_mask@0, features@8, ... 80 bytes. */
-    public static final StructLayout PARAMS = MemoryLayout.structLayout(
-            JAVA_LONG.withName("field_mask"), JAVA_LONG.withName("features"), MemoryLayout.paddingLayout(64));
-    /** ucp_worker_params_t: field_mask@0, thread_mode@8, ... 200 bytes. */
-    public static final StructLayout WORKER_PARAMS = MemoryLayout.structLayout(
-            JAVA_LONG.withName("field_mask"), JAVA_INT.withName("thread_mode"), MemoryLayout.paddingLayout(188));
-    /** ucp_ep_params_t: field_mask@0, address@8, err_mode@16, ... 104 bytes. */
-    public static final StructLayout EP_PARAMS = MemoryLayout.structLayout(
-            JAVA_LONG.withName("field_mask"), ADDRESS.withName("address"), JAVA_INT.withName("err_mode"),
-            MemoryLayout.paddingLayout(84));
-    /** ucp_request_param_t: op_attr_mask@0, flags@4, request@8, cb@16, ... 72 bytes. */
-    public static final StructLayout REQUEST_PARAM = MemoryLayout.structLayout(
-            JAVA_INT.withName("op_attr_mask"), JAVA_INT.withName("flags"), MemoryLayout.paddingLayout(64));
-    /** ucp_mem_map_params_t: field_mask@0, address@8, length@16, flags@24, ... 40 bytes. */
-    public static final StructLayout MEM_MAP_PARAMS = MemoryLayout.structLayout(
-            JAVA_LONG.withName("field_mask"), ADDRESS.withName("address"), JAVA_LONG.withName("length"),
-            MemoryLayout.paddingLayout(16));
+    /** UCP_OP_ATTR_FIELD_CALLBACK. */
+    public static final int OP_ATTR_CALLBACK = 1 << 1;
+    /** UCP_OP_ATTR_FIELD_USER_DATA. */
+    public static final int OP_ATTR_USER_DATA = 1 << 2;
+    /** UCP_OP_ATTR_FIELD_FLAGS. */
+    public static final int OP_ATTR_FLAGS = 1 << 4;
+    /** UCP_OP_ATTR_FIELD_MEMH. */
+    public static final int OP_ATTR_MEMH = 1 << 8;
 
-    private static final class Holder {
-        static final Ucp INSTANCE;
-        static final Availability AVAILABILITY;
+    /** UCP_AM_SEND_FLAG_REPLY: the receiver gets an endpoint to answer on. */
+    public static final int AM_SEND_FLAG_REPLY = 1;
+    /** UCP_AM_SEND_FLAG_EAGER. */
+    public static final int AM_SEND_FLAG_EAGER = 1 << 1;
+    /** UCP_AM_SEND_FLAG_RNDV. */
+    public static final int AM_SEND_FLAG_RNDV = 1 << 2;
 
-        static {
-            // The JVM uses SIGSEGV and SIGBUS itself (safepoints, null checks, memory-mapped I/O); UCX's own
-            // handlers for them would turn those into aborts. JUCX does the same before loading UCX.
-            // A value the operator set in the environment is kept.
-            LibC.setenv("UCX_ERROR_SIGNALS", "", false);
-            Ucp ucp = null;
-            Availability availability;
-            try {
-                ucp = new Ucp(NativeLibrary.load("libucp",
-                        List.of(Path.of("/usr/lib/x86_64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
-                                Path.of("/usr/lib64"), Path.of("/usr/lib")),
-                        List.of("libucp.so.0", "libucp.so")));
-                availability = Availability.available("UCX " + ucp.versionString() + " at " + ucp.library.location());
-            } catch (LibraryUnavailableException e) {
-                availability = Availability.unavailable(e.getMessage() + "; install Debian's libucx0");
-            }
-            INSTANCE = ucp;
-            AVAILABILITY = availability;
-        }
+    /** UCP_AM_RECV_ATTR_FIELD_REPLY_EP. */
+    public static final long AM_RECV_ATTR_REPLY_EP = 1L;
+    /** UCP_AM_RECV_ATTR_FLAG_DATA: data is in memory now (eager). */
+    public static final long AM_RECV_ATTR_FLAG_DATA = 1L << 16;
+    /** UCP_AM_RECV_ATTR_FLAG_RNDV: data is a descriptor to fetch with ucp_am_recv_data_nbx. */
+    public static final long AM_RECV_ATTR_FLAG_RNDV = 1L << 17;
+
+    /** UCP_AM_FLAG_WHOLE_MSG: the handler sees each message whole. */
+    public static final int AM_FLAG_WHOLE_MSG = 1;
+
+    /** UCP_EP_CLOSE_FLAG_FORCE. */
+    public static final int EP_CLOSE_FLAG_FORCE = 1;
+
+    /** {@code void (*ucp_send_nbx_callback_t)(void *request, ucs_status_t status, void *user_data)}. */
+    @FunctionalInterface
+    public interface SendCallback {
+        void completed(MemorySegment request, int status, MemorySegment userData);
     }
 
-    private final NativeLibrary library;
-    final MethodHandle getVersionString;
-    final MethodHandle configRead;
-    final MethodHandle configRelease;
-    final MethodHandle initVersion;
-    final MethodHandle cleanup;
-    final MethodHandle workerCreate;
-    final MethodHandle workerDestroy;
-    final MethodHandle workerGetAddress;
-    final MethodHandle workerReleaseAddress;
-    final MethodHandle workerProgress;
-    final MethodHandle epCreate;
-    final MethodHandle epCloseNbx;
-    final MethodHandle epFlushNbx;
-    final MethodHandle memMap;
-    final MethodHandle memUnmap;
-    final MethodHandle rkeyPack;
-    final MethodHandle rkeyBufferRelease;
-    final MethodHandle epRkeyUnpack;
-    final MethodHandle rkeyDestroy;
-    final MethodHandle putNbx;
-    final MethodHandle getNbx;
-    final MethodHandle requestCheckStatus;
-    final MethodHandle requestCancel;
-    final MethodHandle requestFree;
-    final MethodHandle statusString;
-
-    private Ucp(NativeLibrary lib) {
-        this.library = lib;
-        getVersionString = lib.function("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
-        configRead = lib.function("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        configRelease = lib.function("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
-        initVersion = lib.function("ucp_init_version",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        cleanup = lib.function("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
-        workerCreate = lib.function("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        workerDestroy = lib.function("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        workerGetAddress = lib.function("ucp_worker_get_address",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        workerReleaseAddress = lib.function("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        workerProgress = lib.function("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        epCreate = lib.function("ucp_ep_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        epCloseNbx = lib.function("ucp_ep_close_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        epFlushNbx = lib.function("ucp_ep_flush_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        memMap = lib.function("ucp_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        memUnmap = lib.function("ucp_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        rkeyPack = lib.function("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
-        rkeyBufferRelease = lib.function("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
-        epRkeyUnpack = lib.function("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        rkeyDestroy = lib.function("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        putNbx = lib.function("ucp_put_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        getNbx = lib.function("ucp_get_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        requestCheckStatus = lib.function("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        requestCancel = lib.function("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        requestFree = lib.function("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
-        statusString = lib.function("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+    /** {@code void (*ucp_am_recv_data_nbx_callback_t)(void *request, ucs_status_t, size_t length, void *user_data)}. */
+    @FunctionalInterface
+    public interface RecvDataCallback {
+        void completed(MemorySegment request, int status, long length, MemorySegment userData);
     }
 
-    /** Whether libucp can be used here, with its version, or why not. */
+    /**
+     * {@code ucs_status_t (*ucp_am_recv_callback_t)(void *arg, const void *header, size_t header_length,
+     * void *data, size_t length, const ucp_am_recv_param_t *param)}.
+     */
+    @FunctionalInterface
+    public interface AmHandler {
+        int received(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data, long length,
+                MemorySegment param);
+    }
+
+    /** {@code void (*ucp_err_handler_cb_t)(void *arg, ucp_ep_h ep, ucs_status_t status)}. */
+    @FunctionalInterface
+    public interface ErrorHandler {
+        void failed(MemorySegment arg, MemorySegment endpoint, int status);
+    }
+
+    static final FunctionDescriptor SEND_CB = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS);
+    static final FunctionDescriptor RECV_DATA_CB = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS);
+    static final FunctionDescriptor AM_CB = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
+            JAVA_LONG, ADDRESS);
+    static final FunctionDescriptor ERR_CB = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT);
+
+    private Ucp() {
+    }
+
+    /** Whether libucp loaded and every symbol resolved, with its version, or why not. */
     public static Availability availability() {
         return Holder.AVAILABILITY;
     }
 
-    static Ucp get() {
-        if (Holder.INSTANCE == null) {
-            throw new LibraryUnavailableException(Holder.AVAILABILITY.detail());
-        }
-        return Holder.INSTANCE;
+    public static boolean isAvailable() {
+        return Holder.AVAILABILITY.available();
     }
 
-    String versionString() {
+    static Handles h() {
+        Handles handles = Holder.HANDLES;
+        if (handles == null) {
+            throw new LibraryUnavailableException("libucp " + Holder.AVAILABILITY);
+        }
+        return handles;
+    }
+
+    /** {@code ucs_status_string}: the library's name for a status. */
+    public static String statusString(int status) {
         try {
-            return ((MemorySegment) getVersionString.invokeExact()).reinterpret(64).getString(0);
+            MemorySegment s = (MemorySegment) h().statusString.invokeExact(status);
+            return s.reinterpret(256).getString(0);
         } catch (Throwable t) {
-            return "unknown version";
+            throw rethrow(t);
         }
     }
 
-    /** The name of a ucs_status_t, as UCX prints it. */
-    public static String statusName(int status) {
+    /** An upcall stub for send/flush/put/get completions, living as long as {@code arena}. */
+    public static MemorySegment sendCallback(SendCallback callback, Arena arena) {
+        return upcall(callback, "completed", SendCallback.class, SEND_CB, arena);
+    }
+
+    /** An upcall stub for {@code ucp_am_recv_data_nbx} completions. */
+    public static MemorySegment recvDataCallback(RecvDataCallback callback, Arena arena) {
+        return upcall(callback, "completed", RecvDataCallback.class, RECV_DATA_CB, arena);
+    }
+
+    /** An upcall stub for an active-message handler. */
+    public static MemorySegment amHandler(AmHandler handler, Arena arena) {
+        return upcall(handler, "received", AmHandler.class, AM_CB, arena);
+    }
+
+    /** An upcall stub for an endpoint error handler. */
+    public static MemorySegment errorHandler(ErrorHandler handler, Arena arena) {
+        return upcall(handler, "failed", ErrorHandler.class, ERR_CB, arena);
+    }
+
+    private static MemorySegment upcall(Object target, String method, Class<?> type, FunctionDescriptor descriptor,
+            Arena arena) {
         try {
-            return ((MemorySegment) get().statusString.invokeExact(status)).reinterpret(256).getString(0);
+            MethodType mt = descriptor.toMethodType();
+            MethodHandle mh = MethodHandles.publicLookup().findVirtual(type, method, mt).bindTo(target);
+            return NativeLibrary.linker().upcallStub(mh, descriptor, arena);
+        } catch (ReflectiveOperationException e) {
+            throw new IllegalStateException("cannot bind UCX callback " + type.getSimpleName(), e);
+        }
+    }
+
+    /** Request completion status ({@code ucp_request_check_status}). */
+    public static int requestStatus(MemorySegment request) {
+        try {
+            return (int) h().requestCheckStatus.invokeExact(request);
         } catch (Throwable t) {
-            return "status " + status;
+            throw rethrow(t);
         }
     }
 
-    /** Throws {@link UcxException} naming the call when {@code status} is not UCS_OK. */
-    static void check(String call, int status) {
-        if (status != OK) {
-            throw new UcxException(call + " failed: " + statusName(status) + " (" + status + ")", status);
+    /** Returns a request to UCX ({@code ucp_request_free}); its callback may still run if it has not. */
+    public static void requestFree(MemorySegment request) {
+        try {
+            h().requestFree.invokeExact(request);
+        } catch (Throwable t) {
+            throw rethrow(t);
         }
     }
 
-    /** The status encoded in a ucs_status_ptr_t: OK for NULL, the error for [-100, -1], IN_PROGRESS for a request. */
-    static int statusOf(MemorySegment statusPtr) {
-        long address = statusPtr.address();
-        if (address == 0) {
-            return OK;
-        }
-        if (address < 0 && address >= ERR_LAST) {
-            return (int) address;
-        }
-        return IN_PROGRESS;
-    }
-
-    static RuntimeException rethrow(String call, Throwable t) {
+    static RuntimeException rethrow(Throwable t) {
         if (t instanceof RuntimeException r) {
             return r;
         }
         if (t instanceof Error e) {
             throw e;
         }
-        return new IllegalStateException(call + " failed to run", t);
+        return new IllegalStateException(t);
+    }
+
+    /** Every downcall handle; constructed once, or not at all when a symbol is missing. */
+    static final class Handles {
+        final String version;
+        final MethodHandle statusString = fn("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+        final MethodHandle configRead = fn("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle configModify = fn("ucp_config_modify", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle configRelease = fn("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle initVersion = fn("ucp_init_version",
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle cleanup = fn("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle workerCreate = fn("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle workerDestroy = fn("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle workerGetAddress = fn("ucp_worker_get_address",
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle workerReleaseAddress = fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        final MethodHandle workerProgress = fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle workerGetEfd = fn("ucp_worker_get_efd", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle workerArm = fn("ucp_worker_arm", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle workerSignal = fn("ucp_worker_signal", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle setAmHandler = fn("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle epCreate = fn("ucp_ep_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle epCloseNbx = fn("ucp_ep_close_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle epPrintInfo = fn("ucp_ep_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        final MethodHandle epFlushNbx = fn("ucp_ep_flush_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle memMap = fn("ucp_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle memQuery = fn("ucp_mem_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle memUnmap = fn("ucp_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle rkeyPack = fn("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle rkeyBufferRelease = fn("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle rkeyUnpack = fn("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle rkeyDestroy = fn("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle putNbx = fn("ucp_put_nbx",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+        final MethodHandle getNbx = fn("ucp_get_nbx",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+        final MethodHandle amSendNbx = fn("ucp_am_send_nbx",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+        final MethodHandle amRecvDataNbx = fn("ucp_am_recv_data_nbx",
+                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+        final MethodHandle amDataRelease = fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        final MethodHandle requestCheckStatus = fn("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle requestFree = fn("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle requestCancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        final MethodHandle getVersion = fn("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
+
+        // libc, for ucp_ep_print_info (a FILE*) and for sleeping on the worker's event descriptor.
+        final MethodHandle openMemstream = libc("open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle fclose = libc("fclose", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle free = libc("free", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle poll = libc("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+
+        Handles() {
+            String v;
+            try {
+                v = ((MemorySegment) getVersion.invokeExact()).reinterpret(64).getString(0);
+            } catch (Throwable t) {
+                throw rethrow(t);
+            }
+            this.version = v;
+        }
+
+        private MethodHandle fn(String symbol, FunctionDescriptor d) {
+            return Holder.current.function(symbol, d);
+        }
+
+        private static MethodHandle libc(String symbol, FunctionDescriptor d) {
+            return LIBC.function(symbol, d);
+        }
+    }
+
+    private static final NativeLibrary LIBC = NativeLibrary.libc();
+
+    /**
+     * UCX installs its own SIGSEGV/SIGBUS/SIGILL handlers when libucs loads (UCX_ERROR_SIGNALS), which
+     * take over the signals HotSpot uses for safepoints and implicit null checks and bring the JVM
+     * down. Unless the user chose a value, clear the list in the process environment before the
+     * library is loaded, as JUCX advises.
+     */
+    private static void keepJvmSignalHandlers() {
+        if (System.getenv("UCX_ERROR_SIGNALS") != null) {
+            return;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MethodHandle setenv = LIBC.function("setenv", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+            int rc = (int) setenv.invokeExact(arena.allocateFrom("UCX_ERROR_SIGNALS"), arena.allocateFrom(""), 0);
+            if (rc != 0) {
+                throw new LibraryUnavailableException("libucp: setenv(UCX_ERROR_SIGNALS) failed; refusing to load UCX "
+                        + "with its fault handlers, which would replace the JVM's");
+            }
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    private static final class Holder {
+        static NativeLibrary current;
+        static final Handles HANDLES;
+        static final Availability AVAILABILITY;
+
+        static {
+            Handles handles = null;
+            Availability availability;
+            try {
+                List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(System.getProperty("kvstore.ucx.lib.dir"),
+                        System.getenv("KVSTORE_UCX_LIB_DIR")));
+                dirs.addAll(List.of(Path.of("/usr/lib/x86_64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
+                        Path.of("/usr/lib64"), Path.of("/usr/local/ucx/lib"), Path.of("/opt/ucx/lib")));
+                keepJvmSignalHandlers();
+                current = NativeLibrary.load("libucp", dirs, List.of("libucp.so.0", "libucp.so"));
+                handles = new Handles();
+                availability = Availability.available("UCX " + handles.version + " at " + current.location());
+            } catch (LibraryUnavailableException | IllegalCallerException e) {
+                availability = Availability.unavailable(e.getMessage());
+                handles = null;
+            }
+            HANDLES = handles;
+            AVAILABILITY = availability;
+        }
     }
 }

@@ -1,118 +1,129 @@
 package io.kvstore.ffm.ucx;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.time.Duration;
 
 /**
- * A connection from a local worker to a peer's worker, with peer error handling so a dead peer fails
- * requests instead of hanging them. Puts and gets are one-sided: the peer's CPU takes no part.
+ * A connection to a peer worker ({@code ucp_ep_h}). Calls return UCX's {@code ucs_status_ptr_t}
+ * unchanged (see {@link UcpStatus}): NULL when the operation completed at once, an error code, or a
+ * request whose callback fires from {@link UcpWorker#progress()} and that must then be freed.
+ * Only the worker's owner thread may use an endpoint.
  */
-public final class UcpEndpoint implements AutoCloseable {
+public final class UcpEndpoint {
 
     private final UcpWorker worker;
-    private final Ucp ucp;
     private final MemorySegment handle;
+    private final boolean owned;
 
-    UcpEndpoint(UcpWorker worker, byte[] peerAddress, boolean peerErrorHandling) {
+    UcpEndpoint(UcpWorker worker, MemorySegment handle, boolean owned) {
         this.worker = worker;
-        this.ucp = worker.ucp();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment address = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, peerAddress);
-            MemorySegment params = arena.allocate(Ucp.EP_PARAMS);
-            params.set(JAVA_LONG, 0, Ucp.EP_PARAM_FIELD_REMOTE_ADDRESS | Ucp.EP_PARAM_FIELD_ERR_HANDLING_MODE);
-            params.set(ADDRESS, 8, address);
-            params.set(JAVA_INT, 16, peerErrorHandling ? Ucp.ERR_HANDLING_MODE_PEER : 0);
-            MemorySegment out = arena.allocate(ADDRESS);
-            Ucp.check("ucp_ep_create", (int) ucp.epCreate.invokeExact(worker.handle(), params, out));
-            handle = out.get(ADDRESS, 0);
+        this.handle = handle;
+        this.owned = owned;
+    }
+
+    /** {@code ucp_put_nbx} of all of {@code local} to {@code remoteAddress}. */
+    public MemorySegment put(MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub,
+            long userData) {
+        try {
+            return (MemorySegment) Ucp.h().putNbx.invokeExact(handle, local, local.byteSize(), remoteAddress,
+                    key.handle(), worker.requestParam(0, callbackStub, userData));
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_ep_create", t);
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_get_nbx} of {@code local.byteSize()} bytes from {@code remoteAddress} into {@code local}. */
+    public MemorySegment get(MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub,
+            long userData) {
+        try {
+            return (MemorySegment) Ucp.h().getNbx.invokeExact(handle, local, local.byteSize(), remoteAddress,
+                    key.handle(), worker.requestParam(0, callbackStub, userData));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
         }
     }
 
     /**
-     * Unpacks a peer's packed remote key (as {@link UcpMemory#packedKey()} gave it) for use on this
-     * endpoint; a damaged key is refused before it reaches UCX.
+     * {@code ucp_am_send_nbx}. The header and data must stay valid until the request completes
+     * (UCX 1.13 does not copy the header of a pending send).
      */
-    public RemoteKey unpack(byte[] wrappedKey) {
-        byte[] packedKey = PackedKey.unwrap(wrappedKey);
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment buffer = arena.allocateFrom(java.lang.foreign.ValueLayout.JAVA_BYTE, packedKey);
-            MemorySegment out = arena.allocate(ADDRESS);
-            Ucp.check("ucp_ep_rkey_unpack(" + packedKey.length + " bytes)",
-                    (int) ucp.epRkeyUnpack.invokeExact(handle, buffer, out));
-            return new RemoteKey(ucp, out.get(ADDRESS, 0));
+    public MemorySegment amSend(int id, MemorySegment header, MemorySegment data, int flags,
+            MemorySegment callbackStub, long userData) {
+        try {
+            return (MemorySegment) Ucp.h().amSendNbx.invokeExact(handle, id, header, header.byteSize(), data,
+                    data.byteSize(), worker.requestParam(flags, callbackStub, userData));
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_ep_rkey_unpack", t);
+            throw Ucp.rethrow(t);
         }
     }
 
-    /** Writes {@code local} to the peer's memory at {@code remoteAddress}; complete locally on return. */
-    public void put(MemorySegment local, long remoteAddress, RemoteKey key, Duration timeout) {
-        worker.await(putAsync(local, remoteAddress, key), timeout);
+    /** {@code ucp_ep_flush_nbx}: completes when every operation posted so far is remotely complete. */
+    public MemorySegment flush(MemorySegment callbackStub, long userData) {
+        try {
+            return (MemorySegment) Ucp.h().epFlushNbx.invokeExact(handle, worker.requestParam(0, callbackStub, userData));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
     }
 
-    /** Reads the peer's memory at {@code remoteAddress} into {@code local}; complete on return. */
-    public void get(MemorySegment local, long remoteAddress, RemoteKey key, Duration timeout) {
-        worker.await(getAsync(local, remoteAddress, key), timeout);
+    /** {@code ucp_ep_rkey_unpack} of a peer's packed key. */
+    public UcpRemoteKey unpack(byte[] packedRkey) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_ep_rkey_unpack(" + packedRkey.length + " bytes)",
+                    (int) Ucp.h().rkeyUnpack.invokeExact(handle, a.allocateFrom(JAVA_BYTE, packedRkey), out));
+            return new UcpRemoteKey(out.get(ADDRESS, 0));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
     }
 
     /**
-     * Posts a put without waiting; several may be in flight. {@code local} must stay valid until the
-     * request is awaited with {@link UcpWorker#await(UcpRequest, Duration)}.
+     * {@code ucp_ep_print_info} captured as text: the lanes UCX chose and which transport serves AM
+     * and RMA, e.g. {@code lane[2]: 5:cma/memory.0 md[4] -> ... rma_bw#0}.
      */
-    public UcpRequest putAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
-        return post(ucp.putNbx, "ucp_put_nbx(" + local.byteSize() + " bytes to 0x", local, remoteAddress, key);
-    }
-
-    /** Posts a get without waiting; see {@link #putAsync}. */
-    public UcpRequest getAsync(MemorySegment local, long remoteAddress, RemoteKey key) {
-        return post(ucp.getNbx, "ucp_get_nbx(" + local.byteSize() + " bytes from 0x", local, remoteAddress, key);
-    }
-
-    /** ucp_put_nbx and ucp_get_nbx share one signature: (ep, buffer, count, remote_addr, rkey, param). */
-    private UcpRequest post(java.lang.invoke.MethodHandle call, String description, MemorySegment local,
-            long remoteAddress, RemoteKey key) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            MemorySegment status = (MemorySegment) call.invokeExact(handle, local, local.byteSize(), remoteAddress,
-                    key.handle(), param);
-            return new UcpRequest(description + Long.toHexString(remoteAddress) + ")", status);
-        } catch (Throwable t) {
-            throw Ucp.rethrow(description, t);
-        }
-    }
-
-    /** Waits until every put so far is complete at the peer. */
-    public void flush(Duration timeout) {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            worker.await(new UcpRequest("ucp_ep_flush_nbx", (MemorySegment) ucp.epFlushNbx.invokeExact(handle, param)), timeout);
-        } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_ep_flush_nbx", t);
-        }
-    }
-
-    /** Closes the endpoint without waiting for the peer (it may be gone). */
-    @Override
-    public void close() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment param = arena.allocate(Ucp.REQUEST_PARAM);
-            param.set(JAVA_INT, 0, Ucp.OP_ATTR_FIELD_FLAGS);
-            param.set(JAVA_INT, 4, Ucp.EP_CLOSE_FLAG_FORCE);
-            MemorySegment status = (MemorySegment) ucp.epCloseNbx.invokeExact(handle, param);
-            try {
-                worker.await(new UcpRequest("ucp_ep_close_nbx", status), Duration.ofSeconds(5));
-            } catch (UcxException closingAnyway) {
-                // a forced close of an endpoint whose peer is gone may report the peer's failure
+    public String info() {
+        Ucp.Handles h = Ucp.h();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment bufOut = a.allocate(ADDRESS);
+            MemorySegment sizeOut = a.allocate(JAVA_LONG);
+            MemorySegment stream = (MemorySegment) h.openMemstream.invokeExact(bufOut, sizeOut);
+            if (stream.address() == 0) {
+                throw new IllegalStateException("open_memstream failed for ucp_ep_print_info");
             }
+            h.epPrintInfo.invokeExact(handle, stream);
+            int ignored = (int) h.fclose.invokeExact(stream);
+            MemorySegment buf = bufOut.get(ADDRESS, 0);
+            String text = buf.reinterpret(sizeOut.get(JAVA_LONG, 0) + 1).getString(0);
+            h.free.invokeExact(buf);
+            return text;
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_ep_close_nbx", t);
+            throw Ucp.rethrow(t);
         }
+    }
+
+    /**
+     * {@code ucp_ep_close_nbx}; {@code force} drops pending operations (use after a peer failure).
+     * Returns the status pointer; a request must be progressed and freed by the caller.
+     */
+    public MemorySegment close(boolean force, MemorySegment callbackStub, long userData) {
+        if (!owned) {
+            throw new IllegalStateException("a borrowed endpoint belongs to UCX and is not closed by the user");
+        }
+        try {
+            return (MemorySegment) Ucp.h().epCloseNbx.invokeExact(handle,
+                    worker.requestParam(force ? Ucp.EP_CLOSE_FLAG_FORCE : 0, callbackStub, userData));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** The raw handle, to match the endpoint an error handler reports. */
+    public long id() {
+        return handle.address();
     }
 }

@@ -1,66 +1,52 @@
 package io.kvstore.ffm.ucx;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Memory registered with UCX ({@code ucp_mem_map} of an existing segment) and its packed remote key,
- * which a peer unpacks to read or write the memory one-sided. The segment stays owned by its allocator;
- * closing this only unregisters it.
+ * Memory registered with a context ({@code ucp_mem_h}) and its packed remote key, which a peer
+ * unpacks to put into or get from it. Closing unmaps it; the segment stays owned by its allocator.
  */
 public final class UcpMemory implements AutoCloseable {
 
     private final UcpContext context;
-    private final MemorySegment segment;
     private final MemorySegment memh;
-    private final byte[] packedKey;
+    private final MemorySegment segment;
+    private final byte[] packedRkey;
+    private boolean closed;
 
-    UcpMemory(UcpContext context, MemorySegment segment) {
+    UcpMemory(UcpContext context, MemorySegment memh, MemorySegment segment, byte[] packedRkey) {
         this.context = context;
+        this.memh = memh;
         this.segment = segment;
-        Ucp ucp = context.ucp();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(Ucp.MEM_MAP_PARAMS);
-            params.set(JAVA_LONG, 0, Ucp.MEM_MAP_PARAM_FIELD_ADDRESS | Ucp.MEM_MAP_PARAM_FIELD_LENGTH);
-            params.set(ADDRESS, 8, segment);
-            params.set(JAVA_LONG, 16, segment.byteSize());
-            MemorySegment out = arena.allocate(ADDRESS);
-            Ucp.check("ucp_mem_map(" + segment.byteSize() + " bytes at 0x" + Long.toHexString(segment.address()) + ")",
-                    (int) ucp.memMap.invokeExact(context.handle(), params, out));
-            memh = out.get(ADDRESS, 0);
-            MemorySegment buffer = arena.allocate(ADDRESS);
-            MemorySegment size = arena.allocate(JAVA_LONG);
-            int status = (int) ucp.rkeyPack.invokeExact(context.handle(), memh, buffer, size);
-            if (status != Ucp.OK) {
-                int ignored = (int) ucp.memUnmap.invokeExact(context.handle(), memh);
-                Ucp.check("ucp_rkey_pack", status);
-            }
-            MemorySegment packed = buffer.get(ADDRESS, 0).reinterpret(size.get(JAVA_LONG, 0));
-            packedKey = PackedKey.wrap(packed.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE));
-            ucp.rkeyBufferRelease.invokeExact(packed);
-        } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_mem_map", t);
-        }
+        this.packedRkey = packedRkey;
     }
 
     public MemorySegment segment() {
         return segment;
     }
 
-    /** The packed remote key (in kvstore's checked envelope) to publish with the segment's address and length. */
-    public byte[] packedKey() {
-        return packedKey.clone();
+    /** The {@code ucp_rkey_pack} output, to be sent to peers. */
+    public byte[] packedRkey() {
+        return packedRkey.clone();
     }
 
+    /** The registration handle, for {@code UCP_OP_ATTR_FIELD_MEMH}. */
+    public MemorySegment handle() {
+        return memh;
+    }
+
+    /** {@code ucp_mem_unmap}. */
     @Override
     public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
         try {
-            Ucp.check("ucp_mem_unmap", (int) context.ucp().memUnmap.invokeExact(context.handle(), memh));
+            UcpContext.check("ucp_mem_unmap(address=0x" + Long.toHexString(segment.address()) + ")",
+                    (int) Ucp.h().memUnmap.invokeExact(context.handle(), memh));
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_mem_unmap", t);
+            throw Ucp.rethrow(t);
         }
     }
 }

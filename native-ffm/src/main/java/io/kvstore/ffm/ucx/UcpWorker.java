@@ -4,173 +4,234 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 
 /**
- * A UCP worker: the progress engine that endpoints and requests run on. Created in
- * UCS_THREAD_MODE_MULTI, so requests may be posted from any thread while a progress thread (see
- * {@link #startProgressThread}) or the waiting caller drives completion.
+ * A UCP worker ({@code ucp_worker_h}) created in {@code UCS_THREAD_MODE_SINGLE}: exactly one thread
+ * (its progress thread) may call any method except {@link #signal()}. Single mode spares UCX's
+ * internal lock on every call; the owner thread serialises work instead.
+ *
+ * <p>Holds one reusable {@code ucp_request_param_t}; UCX reads it only during the call.
  */
 public final class UcpWorker implements AutoCloseable {
 
     private final UcpContext context;
-    private final Ucp ucp;
     private final MemorySegment handle;
-    private final byte[] address;
-    private volatile Thread progressThread;
-    private volatile boolean closing;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment param;
+    private final MemorySegment pollfd;
+    private final int eventFd;
+    private boolean closed;
 
-    UcpWorker(UcpContext context) {
+    private UcpWorker(UcpContext context, MemorySegment handle, int eventFd) {
         this.context = context;
-        this.ucp = context.ucp();
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment params = arena.allocate(Ucp.WORKER_PARAMS);
-            params.set(JAVA_LONG, 0, Ucp.WORKER_PARAM_FIELD_THREAD_MODE);
-            params.set(JAVA_INT, 8, Ucp.THREAD_MODE_MULTI);
-            MemorySegment out = arena.allocate(ADDRESS);
-            Ucp.check("ucp_worker_create", (int) ucp.workerCreate.invokeExact(context.handle(), params, out));
-            handle = out.get(ADDRESS, 0);
-            MemorySegment addressOut = arena.allocate(ADDRESS);
-            MemorySegment lengthOut = arena.allocate(JAVA_LONG);
-            Ucp.check("ucp_worker_get_address", (int) ucp.workerGetAddress.invokeExact(handle, addressOut, lengthOut));
-            MemorySegment raw = addressOut.get(ADDRESS, 0).reinterpret(lengthOut.get(JAVA_LONG, 0));
-            address = raw.toArray(JAVA_BYTE);
-            ucp.workerReleaseAddress.invokeExact(handle, raw);
+        this.handle = handle;
+        this.eventFd = eventFd;
+        this.param = arena.allocate(UcpStructs.REQUEST_PARAM);
+        this.pollfd = arena.allocate(UcpStructs.POLLFD);
+    }
+
+    /** {@code ucp_worker_create} in single-thread mode, then {@code ucp_worker_get_efd}. */
+    public static UcpWorker create(UcpContext context) {
+        Ucp.Handles h = Ucp.h();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment params = a.allocate(UcpStructs.WORKER_PARAMS);
+            params.set(JAVA_LONG, 0, 1L /* THREAD_MODE */);
+            params.set(JAVA_INT, UcpStructs.offset(UcpStructs.WORKER_PARAMS, "thread_mode"), Ucp.THREAD_MODE_SINGLE);
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_worker_create", (int) h.workerCreate.invokeExact(context.handle(), params, out));
+            MemorySegment worker = out.get(ADDRESS, 0);
+            MemorySegment fd = a.allocate(JAVA_INT);
+            int st = (int) h.workerGetEfd.invokeExact(worker, fd);
+            if (st != UcpStatus.OK) {
+                h.workerDestroy.invokeExact(worker);
+                throw new UcxException("ucp_worker_get_efd", st);
+            }
+            return new UcpWorker(context, worker, fd.get(JAVA_INT, 0));
         } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_worker_create", t);
+            throw Ucp.rethrow(t);
         }
     }
 
-    /** This worker's address, for a peer to connect an endpoint to. */
+    /** {@code ucp_worker_get_address}: what a peer passes to {@link #connect}. */
     public byte[] address() {
-        return address.clone();
+        Ucp.Handles h = Ucp.h();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            MemorySegment len = a.allocate(JAVA_LONG);
+            UcpContext.check("ucp_worker_get_address", (int) h.workerGetAddress.invokeExact(handle(), out, len));
+            MemorySegment address = out.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0));
+            byte[] bytes = address.toArray(JAVA_BYTE);
+            h.workerReleaseAddress.invokeExact(handle, address);
+            return bytes;
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_worker_progress}: runs callbacks; returns how many events it handled. */
+    public int progress() {
+        try {
+            return (int) Ucp.h().workerProgress.invokeExact(handle);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ucp_worker_arm} then {@code poll} on the worker's event descriptor for at most
+     * {@code timeoutMillis}. Returns at once when events are already pending (arm says busy).
+     */
+    public void await(int timeoutMillis) {
+        Ucp.Handles h = Ucp.h();
+        try {
+            int st = (int) h.workerArm.invokeExact(handle);
+            if (st == UcpStatus.ERR_BUSY) {
+                return;
+            }
+            UcpContext.check("ucp_worker_arm", st);
+            pollfd.set(JAVA_INT, 0, eventFd);
+            pollfd.set(JAVA_SHORT, 4, (short) 1 /* POLLIN */);
+            pollfd.set(JAVA_SHORT, 6, (short) 0);
+            int ignored = (int) h.poll.invokeExact(pollfd, 1L, timeoutMillis);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_worker_signal}: wakes {@link #await}; the one call any thread may make. */
+    public void signal() {
+        try {
+            int st = (int) Ucp.h().workerSignal.invokeExact(handle);
+            UcpContext.check("ucp_worker_signal", st);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_worker_set_am_recv_handler} for message {@code id}, whole messages only. */
+    public void setAmHandler(int id, MemorySegment handlerStub, MemorySegment arg) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpStructs.AM_HANDLER_PARAM);
+            p.set(JAVA_LONG, 0, 0b1111L /* ID | FLAGS | CB | ARG */);
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "id"), id);
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "flags"), Ucp.AM_FLAG_WHOLE_MSG);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "cb"), handlerStub);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "arg"), arg);
+            UcpContext.check("ucp_worker_set_am_recv_handler(id=" + id + ")",
+                    (int) Ucp.h().setAmHandler.invokeExact(handle(), p));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /**
+     * {@code ucp_ep_create} to a peer's worker address.
+     *
+     * @param errMode {@link Ucp#ERR_MODE_NONE} or {@link Ucp#ERR_MODE_PEER}; UCX 1.13 has no
+     *     shared-memory transport that supports PEER, so PEER forces tcp (or RDMA)
+     * @param errorStub an {@link Ucp#errorHandler} stub, or NULL
+     * @param errorArg passed back to the error handler
+     */
+    public UcpEndpoint connect(byte[] peerAddress, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
+            long mask = 0b11L; // REMOTE_ADDRESS | ERR_HANDLING_MODE
+            if (errorStub.address() != 0) {
+                mask |= 0b100L; // ERR_HANDLER
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
+            }
+            p.set(JAVA_LONG, 0, mask);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "address"), a.allocateFrom(JAVA_BYTE, peerAddress));
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_ep_create(address of " + peerAddress.length + " bytes, err_mode=" + errMode + ")",
+                    (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
+            return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** A non-owning view of an endpoint UCX handed to a callback (an active message's reply endpoint). */
+    public UcpEndpoint borrow(MemorySegment endpointHandle) {
+        return new UcpEndpoint(this, endpointHandle, false);
+    }
+
+    /**
+     * {@code ucp_am_recv_data_nbx}: fetches a rendezvous message's data into {@code target}.
+     *
+     * @return a {@code ucs_status_ptr_t}: NULL when done at once, an error, or a request
+     */
+    public MemorySegment amRecvData(MemorySegment dataDesc, MemorySegment target, MemorySegment callbackStub,
+            long userData) {
+        try {
+            return (MemorySegment) Ucp.h().amRecvDataNbx.invokeExact(handle(), dataDesc, target, target.byteSize(),
+                    requestParam(0, callbackStub, userData));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_am_data_release}: drops a message's data the handler chose not to receive. */
+    public void amDataRelease(MemorySegment data) {
+        try {
+            Ucp.h().amDataRelease.invokeExact(handle(), data);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_request_cancel}. */
+    public void cancel(MemorySegment request) {
+        try {
+            Ucp.h().requestCancel.invokeExact(handle(), request);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** Fills the reusable parameter block: callback + user data (+ op-specific flags when non-zero). */
+    MemorySegment requestParam(int flags, MemorySegment callbackStub, long userData) {
+        int mask = Ucp.OP_ATTR_CALLBACK | Ucp.OP_ATTR_USER_DATA;
+        if (flags != 0) {
+            mask |= Ucp.OP_ATTR_FLAGS;
+        }
+        param.set(JAVA_INT, 0, mask);
+        param.set(JAVA_INT, 4, flags);
+        param.set(ADDRESS, UcpStructs.offset(UcpStructs.REQUEST_PARAM, "cb"), callbackStub);
+        param.set(JAVA_LONG, UcpStructs.offset(UcpStructs.REQUEST_PARAM, "user_data"), userData);
+        return param;
     }
 
     MemorySegment handle() {
+        if (closed) {
+            throw new IllegalStateException("UCP worker is closed");
+        }
         return handle;
     }
 
-    Ucp ucp() {
-        return ucp;
+    public UcpContext context() {
+        return context;
     }
 
-    /**
-     * Connects to the worker whose address a peer published.
-     *
-     * <p>UCX 1.13's shared-memory transports do not support peer-failure handling, so asking for it
-     * ({@code peerErrorHandling}) makes UCX fall back to TCP even between processes of one host. Without
-     * it a dead peer still fails requests: every wait has a deadline.
-     */
-    public UcpEndpoint connect(byte[] peerAddress, boolean peerErrorHandling) {
-        return new UcpEndpoint(this, peerAddress, peerErrorHandling);
-    }
-
-    /** Connects with UCX peer-failure handling (portable; TCP between processes of one host in UCX 1.13). */
-    public UcpEndpoint connect(byte[] peerAddress) {
-        return connect(peerAddress, true);
-    }
-
-    /** Progresses communication once; returns the number of events handled. */
-    public int progress() {
-        try {
-            return (int) ucp.workerProgress.invokeExact(handle);
-        } catch (Throwable t) {
-            throw Ucp.rethrow("ucp_worker_progress", t);
-        }
-    }
-
-    /**
-     * Starts a daemon thread that progresses this worker until it closes. It spins for a millisecond after
-     * the last event (transfers that need the target's progress run at full speed), then backs off to
-     * parking up to a millisecond at a time (an idle worker costs almost no CPU).
-     */
-    public synchronized void startProgressThread(String name) {
-        if (progressThread != null) {
-            return;
-        }
-        progressThread = Thread.ofPlatform().name(name).daemon().start(() -> {
-            long lastEvent = System.nanoTime();
-            while (!closing) {
-                if (progress() > 0) {
-                    lastEvent = System.nanoTime();
-                    continue;
-                }
-                long idle = System.nanoTime() - lastEvent;
-                if (idle < 1_000_000) {
-                    Thread.onSpinWait();
-                } else {
-                    LockSupport.parkNanos(Math.min(1_000_000, idle / 16));
-                }
-            }
-        });
-    }
-
-    /**
-     * Waits for a posted request, progressing the worker (unless a progress thread does), then frees it.
-     *
-     * @throws UcxException naming {@code call} on failure, or on time-out (after cancelling the request)
-     */
-    public void await(UcpRequest request, Duration timeout) {
-        String call = request.call();
-        MemorySegment statusPtr = request.statusPtr();
-        int status = Ucp.statusOf(statusPtr);
-        if (status != Ucp.IN_PROGRESS) {
-            Ucp.check(call, status);
-            return;
-        }
-        long deadline = System.nanoTime() + timeout.toNanos();
-        try {
-            while (true) {
-                status = (int) ucp.requestCheckStatus.invokeExact(statusPtr);
-                if (status != Ucp.IN_PROGRESS) {
-                    break;
-                }
-                if (System.nanoTime() > deadline) {
-                    ucp.requestCancel.invokeExact(handle, statusPtr);
-                    long cancelDeadline = System.nanoTime() + 1_000_000_000L;
-                    while ((int) ucp.requestCheckStatus.invokeExact(statusPtr) == Ucp.IN_PROGRESS
-                            && System.nanoTime() < cancelDeadline) {
-                        progress();
-                    }
-                    // A request UCX cannot cancel (its peer is gone) is left to UCX rather than freed under it.
-                    if ((int) ucp.requestCheckStatus.invokeExact(statusPtr) != Ucp.IN_PROGRESS) {
-                        ucp.requestFree.invokeExact(statusPtr);
-                    }
-                    throw new UcxException(call + " timed out after " + timeout.toMillis() + " ms", 0);
-                }
-                if (progressThread == null) {
-                    progress();
-                } else {
-                    LockSupport.parkNanos(TimeUnit.MICROSECONDS.toNanos(5));
-                }
-            }
-            ucp.requestFree.invokeExact(statusPtr);
-        } catch (Throwable t) {
-            throw Ucp.rethrow(call, t);
-        }
-        Ucp.check(call, status);
-    }
-
+    /** {@code ucp_worker_destroy}; endpoints must be closed first. */
     @Override
     public void close() {
-        closing = true;
-        Thread t = progressThread;
-        if (t != null) {
-            try {
-                t.join(5_000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+        if (closed) {
+            return;
         }
+        closed = true;
         try {
-            ucp.workerDestroy.invokeExact(handle);
-        } catch (Throwable e) {
-            throw Ucp.rethrow("ucp_worker_destroy", e);
+            Ucp.h().workerDestroy.invokeExact(handle);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        } finally {
+            arena.close();
         }
     }
 }

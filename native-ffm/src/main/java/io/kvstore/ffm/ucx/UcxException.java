@@ -1,16 +1,16 @@
 package io.kvstore.ffm.ucx;
 
-/** A UCX call failed or timed out; the message names the call and the ucs_status_t name. */
-public class UcxException extends RuntimeException {
+/** A UCX call failed; the message names the call, its arguments and the UCS status name. */
+public final class UcxException extends RuntimeException {
 
     private final int status;
 
-    public UcxException(String message, int status) {
-        super(message);
+    public UcxException(String call, int status) {
+        super(call + " failed: " + UcpStatus.describe(status) + " (" + status + ")");
         this.status = status;
     }
 
-    /** The ucs_status_t (negative), or 0 for a time-out kvstore imposed. */
+    /** The ucs_status_t returned by the call (negative). */
     public int status() {
         return status;
     }

@@ -7,67 +7,188 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.transfer.LocalRegion;
 import io.kvstore.transfer.MemoryKind;
-import io.kvstore.transfer.Peer;
+import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.TransferException;
 import io.kvstore.transfer.TransferOp;
 import io.kvstore.transfer.TransferResult;
 import io.kvstore.transfer.TransferSpan;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
-/** Two UCX transfer engines (a store and an engine-side client) move blocks one-sided. */
+/** Two engines in one process, each with its own UCX context and worker, over shared memory and tcp. */
 class UcxTransferEngineTest {
 
-    private static final int BLOCK = 256 * 1024;
+    private static final long BLOCK = 1 << 20;
+    private static final int BLOCKS = 32;
+
+    private final Arena arena = Arena.ofShared();
+    private final List<AutoCloseable> closeables = new ArrayList<>();
 
     @BeforeAll
     static void ucxPresent() {
-        assumeTrue(Ucp.availability().available(), () -> "skipped: " + Ucp.availability());
+        assumeTrue(Ucp.isAvailable(), () -> {
+            System.out.println("SKIPPED UcxTransferEngineTest: libucp " + Ucp.availability());
+            return "libucp " + Ucp.availability();
+        });
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = closeables.size() - 1; i >= 0; i--) {
+            closeables.get(i).close();
+        }
+        arena.close();
+    }
+
+    private UcxTransferEngine engine(String tls) {
+        UcxTransferEngine e = UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls)
+                .withRequestTimeout(Duration.ofSeconds(20)));
+        closeables.add(e);
+        return e;
+    }
+
+    private LocalRegion region(UcxTransferEngine engine, long seed) {
+        MemorySegment seg = arena.allocate(BLOCK * BLOCKS, 4096);
+        Patterns.fillRegion(seg, BLOCK, seed);
+        LocalRegion r = engine.register(seg, MemoryKind.DRAM);
+        closeables.add(r);
+        return r;
+    }
+
+    /** Local block i <-> remote block (n-1-i): no two spans are adjacent, so nothing coalesces. */
+    private static List<TransferSpan> reversed() {
+        List<TransferSpan> spans = new ArrayList<>();
+        for (int i = 0; i < BLOCKS; i++) {
+            spans.add(new TransferSpan(i * BLOCK, (BLOCKS - 1 - i) * BLOCK, BLOCK));
+        }
+        return spans;
+    }
+
+    private void readAndWriteBothWays(String tls, UcxPath expectedPath) throws Exception {
+        UcxTransferEngine a = engine(tls);
+        UcxTransferEngine b = engine(tls);
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        assertThat(peer.path()).as(peer.endpointInfo()).isEqualTo(expectedPath);
+        MemorySegment scratch = arena.allocate(BLOCK);
+
+        TransferResult read = a.post(TransferOp.READ, mine, peer, theirs.describe(), reversed()).get(60, TimeUnit.SECONDS);
+        assertThat(read.bytes()).isEqualTo(BLOCK * BLOCKS);
+        assertThat(read.transfers()).isEqualTo(BLOCKS);
+        assertThat(Patterns.crc(mine.segment()))
+                .isEqualTo(Patterns.expectedCrc(BLOCKS, BLOCK, 2, i -> BLOCKS - 1 - i, scratch));
+
+        Patterns.fillRegion(mine.segment(), BLOCK, 3);
+        a.post(TransferOp.WRITE, mine, peer, theirs.describe(), reversed()).get(60, TimeUnit.SECONDS);
+        assertThat(Patterns.crc(theirs.segment()))
+                .isEqualTo(Patterns.expectedCrc(BLOCKS, BLOCK, 3, i -> BLOCKS - 1 - i, scratch));
     }
 
     @Test
-    void writeThenReadBlocksWithAdjacentSpansCoalesced() throws Exception {
-        try (Arena arena = Arena.ofShared();
-                UcxTransferEngine store = new UcxTransferEngine(Duration.ofSeconds(10));
-                UcxTransferEngine client = new UcxTransferEngine(Duration.ofSeconds(10))) {
-            MemorySegment storeMemory = arena.allocate(64L * BLOCK, 4096);
-            MemorySegment clientMemory = arena.allocate(64L * BLOCK, 4096);
-            for (long i = 0; i < clientMemory.byteSize(); i += 8) {
-                clientMemory.set(ValueLayout.JAVA_LONG, i, i ^ 0x5555_5555L);
-            }
-            try (LocalRegion storeRegion = store.register(storeMemory, MemoryKind.DRAM);
-                    LocalRegion clientRegion = client.register(clientMemory, MemoryKind.DRAM);
-                    Peer peer = client.connect("store", store.localAddress())) {
-                // blocks 0..15 land in slots 16..31 (adjacent: one transfer), block 40 in slot 2
-                List<TransferSpan> spans = new ArrayList<>();
-                for (int b = 0; b < 16; b++) {
-                    spans.add(new TransferSpan((long) b * BLOCK, (long) (16 + b) * BLOCK, BLOCK));
-                }
-                spans.add(new TransferSpan(40L * BLOCK, 2L * BLOCK, BLOCK));
-                TransferResult written = client.post(TransferOp.WRITE, clientRegion, peer, storeRegion.describe(), spans)
-                        .get(30, TimeUnit.SECONDS);
-                assertThat(written.bytes()).isEqualTo(17L * BLOCK);
-                assertThat(written.transfers()).isEqualTo(2);
-                assertThat(storeMemory.asSlice(16L * BLOCK, 16L * BLOCK).mismatch(clientMemory.asSlice(0, 16L * BLOCK))).isEqualTo(-1);
-                assertThat(storeMemory.asSlice(2L * BLOCK, BLOCK).mismatch(clientMemory.asSlice(40L * BLOCK, BLOCK))).isEqualTo(-1);
+    void sharedMemoryMovesBlocksOneSidedBothWays() throws Exception {
+        readAndWriteBothWays("sm", UcxPath.RMA);
+    }
 
-                MemorySegment before = arena.allocate(16L * BLOCK);
-                MemorySegment.copy(clientMemory, 0, before, 0, 16L * BLOCK);
-                clientMemory.asSlice(0, 16L * BLOCK).fill((byte) 0);
-                TransferResult read = client.post(TransferOp.READ, clientRegion, peer, storeRegion.describe(),
-                        spans.subList(0, 16)).get(30, TimeUnit.SECONDS);
-                assertThat(read.transfers()).isEqualTo(1);
-                assertThat(clientMemory.asSlice(0, 16L * BLOCK).mismatch(before)).isEqualTo(-1);
+    @Test
+    void tcpMovesBlocksWithActiveMessagesBothWays() throws Exception {
+        readAndWriteBothWays("tcp", UcxPath.ACTIVE_MESSAGES);
+    }
 
-                assertThatThrownBy(() -> client.post(TransferOp.READ, clientRegion, peer, storeRegion.describe(),
-                        List.of(new TransferSpan(0, 64L * BLOCK, BLOCK)))).hasMessageContaining("outside");
-            }
+    @Test
+    void adjacentBlocksCoalesceIntoOneTransfer() throws Exception {
+        UcxTransferEngine a = engine("sm");
+        UcxTransferEngine b = engine("sm");
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        List<TransferSpan> spans = new ArrayList<>();
+        for (int i = 0; i < BLOCKS; i++) {
+            spans.add(new TransferSpan(i * BLOCK, i * BLOCK, BLOCK));
         }
+        TransferResult r = a.post(TransferOp.READ, mine, peer, theirs.describe(), spans).get(60, TimeUnit.SECONDS);
+        assertThat(r.transfers()).isEqualTo(1);
+        assertThat(mine.segment().mismatch(theirs.segment())).isEqualTo(-1);
+    }
+
+    @Test
+    void corruptedRemoteKeyIsRejectedBeforeUcxSeesIt() {
+        UcxTransferEngine a = engine("sm");
+        UcxTransferEngine b = engine("sm");
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        byte[] key = theirs.remoteKey();
+        key[key.length / 2] ^= 0x5A;
+        RemoteRegion forged = new RemoteRegion(theirs.segment().address(), theirs.segment().byteSize(), key);
+        assertThatThrownBy(() -> a.post(TransferOp.READ, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK))))
+                .isInstanceOf(TransferException.class).hasMessageContaining("CRC32C");
+        RemoteRegion garbage = new RemoteRegion(theirs.segment().address(), BLOCK, new byte[] {1, 2, 3});
+        assertThatThrownBy(() -> a.post(TransferOp.READ, mine, peer, garbage, List.of(new TransferSpan(0, 0, BLOCK))))
+                .isInstanceOf(TransferException.class).hasMessageContaining("too short");
+    }
+
+    @Test
+    void addressThatIsNotTheKeysRegionIsRejected() {
+        UcxTransferEngine a = engine("sm");
+        UcxTransferEngine b = engine("sm");
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        RemoteRegion moved = new RemoteRegion(theirs.segment().address() + (1L << 40), theirs.segment().byteSize(),
+                theirs.remoteKey());
+        assertThatThrownBy(() -> a.post(TransferOp.WRITE, mine, peer, moved, List.of(new TransferSpan(0, 0, BLOCK))))
+                .isInstanceOf(TransferException.class).hasMessageContaining("does not match its key");
+        assertThatThrownBy(() -> a.post(TransferOp.WRITE, mine, peer, theirs.describe(),
+                List.of(new TransferSpan(0, BLOCK * BLOCKS - 8, 16))))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("outside");
+    }
+
+    @Test
+    void peerRefusesWritesOutsideItsRegisteredMemory() {
+        UcxTransferEngine a = engine("tcp");
+        UcxTransferEngine b = engine("tcp");
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        // A key that passes the local checks but claims memory the peer never registered.
+        RegionKey real = RegionKey.decode(theirs.remoteKey());
+        long elsewhere = theirs.segment().address() + (1L << 40);
+        RemoteRegion forged = new RemoteRegion(elsewhere, BLOCK,
+                new RegionKey(elsewhere, BLOCK, real.packedRkey()).encode());
+        var future = a.post(TransferOp.WRITE, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK)));
+        assertThatThrownBy(() -> future.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                .cause().isInstanceOf(TransferException.class).hasMessageContaining("refused by the peer");
+        var read = a.post(TransferOp.READ, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK)));
+        assertThatThrownBy(() -> read.get(20, TimeUnit.SECONDS)).cause().isInstanceOf(TransferException.class);
+        assertThat(Patterns.crc(theirs.segment())).isEqualTo(Patterns.crc(theirs.segment()));
+    }
+
+    @Test
+    void requestToClosedPeerFails() {
+        UcxTransferEngine a = engine("tcp");
+        UcxTransferEngine b = engine("tcp");
+        LocalRegion mine = region(a, 1);
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        peer.close();
+        var future = a.post(TransferOp.READ, mine, peer, theirs.describe(), List.of(new TransferSpan(0, 0, BLOCK)));
+        assertThatThrownBy(() -> future.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(TransferException.class)
+                .hasMessageContaining("closed");
+    }
+
+    @Test
+    void onlyHostMemoryCanBeRegistered() {
+        UcxTransferEngine a = engine("sm");
+        assertThatThrownBy(() -> a.register(arena.allocate(4096), MemoryKind.VRAM))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("VRAM");
     }
 }
