@@ -742,6 +742,17 @@ public final class TierEngine implements AutoCloseable {
         return removed;
     }
 
+    /** Resident blocks of {@code namespace} (pinned and leased ones included), by a scan of the catalog. */
+    public int namespaceBlockCount(String namespace) {
+        int n = 0;
+        for (CatalogEntry entry : catalog.entries()) {
+            if (entry.key().namespace().equals(namespace) && entry.fastestTier() != null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     private static void awaitNoReaders(CatalogEntry entry) {
         long deadline = System.nanoTime() + READER_WAIT_NANOS;
         while (entry.readers() > 0) {

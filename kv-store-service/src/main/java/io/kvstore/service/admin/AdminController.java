@@ -1,0 +1,210 @@
+package io.kvstore.service.admin;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.engine.EvictionReport;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.engine.TierSettings;
+import io.kvstore.engine.TierStats;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.hashing.ExtraKeys;
+import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.tier.TierId;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.springframework.http.MediaType;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/** The operators' API under {@code /admin} (bearer token): tiers, eviction policy, evict, pin, backends. */
+@RestController
+@RequestMapping("/admin")
+public class AdminController {
+
+    private final TierEngine engine;
+    private final NamespaceRegistry namespaces;
+    private final BlockService blocks;
+    private final BackendProbe backends;
+
+    public AdminController(TierEngine engine, NamespaceRegistry namespaces, BlockService blocks, BackendProbe backends) {
+        this.engine = engine;
+        this.namespaces = namespaces;
+        this.blocks = blocks;
+        this.backends = backends;
+    }
+
+    /** A tier's policy and watermarks, as read and as written. */
+    public record PolicyView(String policy, Double highWatermark, Double lowWatermark) {
+    }
+
+    /** {@code POST /admin/evict}: a tier and a limit in bytes or blocks, or a namespace to evict entirely. */
+    public record EvictRequest(String tier, Long bytes, Integer blocks, String namespace) {
+    }
+
+    /** {@code POST /admin/pin|unpin}: a namespace and block hashes, or a token prefix (hashed by the namespace's scheme). */
+    public record PinRequest(String namespace, List<String> blockHashes, int[] tokenIds, String lora, String cacheSalt) {
+    }
+
+    @GetMapping("/tiers")
+    public Map<String, Object> tiers() {
+        List<Map<String, Object>> out = new ArrayList<>();
+        for (TierStats s : engine.stats()) {
+            Map<String, Object> t = new LinkedHashMap<>();
+            t.put("tier", s.tier().name());
+            t.put("provider", s.provider());
+            t.put("emulated", s.emulated());
+            t.put("capacityBytes", s.capacityBytes());
+            t.put("usedBytes", s.usedBytes());
+            t.put("blocks", s.blocks());
+            t.put("highWatermark", s.settings().highWatermark());
+            t.put("lowWatermark", s.settings().lowWatermark());
+            t.put("policy", s.settings().policy().name());
+            t.put("promoteOnHit", s.settings().promoteOnHit());
+            out.add(t);
+        }
+        return Map.of("tiers", out);
+    }
+
+    @GetMapping("/eviction-policy")
+    public Map<String, PolicyView> evictionPolicy() {
+        Map<String, PolicyView> out = new LinkedHashMap<>();
+        for (TierId id : engine.tierIds()) {
+            TierSettings s = engine.settings(id);
+            out.put(id.name(), new PolicyView(s.policy().name(), s.highWatermark(), s.lowWatermark()));
+        }
+        return out;
+    }
+
+    /**
+     * Changes policies and watermarks of the named tiers at once, without losing a block. Everything is
+     * validated before anything changes, so a bad entry leaves every tier as it was.
+     */
+    @PutMapping(path = "/eviction-policy", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public Map<String, PolicyView> setEvictionPolicy(@RequestBody Map<String, PolicyView> request) {
+        record Change(TierId tier, EvictionPolicyKind policy, double high, double low) {
+        }
+        List<Change> changes = new ArrayList<>();
+        for (var entry : request.entrySet()) {
+            TierId tier = tier(entry.getKey(), entry.getKey());
+            PolicyView v = entry.getValue();
+            if (v == null) {
+                throw new InvalidRequestException(entry.getKey(), entry.getKey() + " needs policy and/or watermarks");
+            }
+            TierSettings current = engine.settings(tier);
+            EvictionPolicyKind kind;
+            try {
+                kind = v.policy() == null ? current.policy() : EvictionPolicyKind.parse(v.policy());
+            } catch (IllegalArgumentException e) {
+                throw new InvalidRequestException(entry.getKey() + ".policy", entry.getKey() + ".policy: " + e.getMessage());
+            }
+            double high = v.highWatermark() == null ? current.highWatermark() : v.highWatermark();
+            double low = v.lowWatermark() == null ? current.lowWatermark() : v.lowWatermark();
+            if (!(low > 0 && low < high && high <= 1.0)) {
+                throw new InvalidRequestException(entry.getKey() + ".highWatermark", entry.getKey()
+                        + ": watermarks must satisfy 0 < lowWatermark < highWatermark <= 1, got low " + low + ", high " + high);
+            }
+            changes.add(new Change(tier, kind, high, low));
+        }
+        for (Change c : changes) {
+            if (engine.settings(c.tier()).policy() != c.policy()) {
+                engine.setPolicy(c.tier(), c.policy());
+            }
+            engine.setWatermarks(c.tier(), c.high(), c.low());
+        }
+        return evictionPolicy();
+    }
+
+    @PostMapping(path = "/evict", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public Map<String, Object> evict(@RequestBody EvictRequest request) {
+        TierId tier = tier(request.tier(), "tier");
+        EvictionReport report;
+        if (request.namespace() != null) {
+            if (request.bytes() != null || request.blocks() != null) {
+                throw new InvalidRequestException("namespace", "give a namespace or a limit (bytes, blocks), not both");
+            }
+            namespaces.require(request.namespace());
+            report = engine.evictNamespace(tier, request.namespace());
+        } else {
+            if (request.bytes() == null && request.blocks() == null) {
+                throw new InvalidRequestException("bytes", "one of bytes, blocks or namespace is required");
+            }
+            if (request.bytes() != null && request.bytes() <= 0) {
+                throw new InvalidRequestException("bytes", "bytes must be positive, got " + request.bytes());
+            }
+            if (request.blocks() != null && request.blocks() <= 0) {
+                throw new InvalidRequestException("blocks", "blocks must be positive, got " + request.blocks());
+            }
+            report = engine.evict(tier, request.bytes() == null ? 0 : request.bytes(),
+                    request.blocks() == null ? 0 : request.blocks());
+        }
+        return Map.of("tier", tier.name(), "evictedBlocks", report.blocks(), "evictedBytes", report.bytes());
+    }
+
+    @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public Map<String, Object> pin(@RequestBody PinRequest request) {
+        return Map.of("pinnedBlocks", engine.pin(keys(request)));
+    }
+
+    @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public Map<String, Object> unpin(@RequestBody PinRequest request) {
+        return Map.of("unpinnedBlocks", engine.unpin(keys(request)));
+    }
+
+    @GetMapping("/backends")
+    public Map<String, Object> backends() {
+        var resolved = backends.resolved();
+        Map<String, Object> each = new LinkedHashMap<>();
+        for (String name : resolved.sources().keySet()) {
+            var availability = BackendProbe.availability(name);
+            Map<String, Object> b = new LinkedHashMap<>();
+            b.put("enabled", resolved.enabled().contains(name) || resolved.unavailable().containsKey(name));
+            b.put("source", resolved.sources().get(name));
+            b.put("available", availability.available());
+            b.put("detail", availability.detail());
+            each.put(name, b);
+        }
+        return Map.of("enabled", resolved.enabled(), "summary", resolved.summary(), "backends", each);
+    }
+
+    private List<BlockKey> keys(PinRequest request) {
+        if (request.namespace() == null) {
+            throw new InvalidRequestException("namespace", "namespace is required");
+        }
+        NamespaceSpec spec = namespaces.require(request.namespace());
+        List<BlockHash> hashes;
+        if (request.blockHashes() != null && request.tokenIds() == null) {
+            hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
+        } else if (request.tokenIds() != null && request.blockHashes() == null) {
+            hashes = blocks.hashTokens(spec, request.tokenIds(), new ExtraKeys(request.lora(), request.cacheSalt(), null));
+        } else {
+            throw new InvalidRequestException("blockHashes", "give exactly one of blockHashes or tokenIds");
+        }
+        return hashes.stream().map(h -> new BlockKey(request.namespace(), h)).toList();
+    }
+
+    private TierId tier(String name, String field) {
+        if (name == null) {
+            throw new InvalidRequestException(field, field + " is required (one of " + engine.tierIds() + ")");
+        }
+        try {
+            TierId id = TierId.valueOf(name.trim().toUpperCase(Locale.ROOT));
+            if (engine.tierIds().contains(id)) {
+                return id;
+            }
+        } catch (IllegalArgumentException ignored) {
+            // answered below with the configured tiers
+        }
+        throw new InvalidRequestException(field, field + ": tier '" + name + "' is not configured; configured: "
+                + engine.tierIds());
+    }
+}

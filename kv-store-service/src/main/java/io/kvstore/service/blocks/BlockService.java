@@ -1,0 +1,256 @@
+package io.kvstore.service.blocks;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.catalog.LookupResult;
+import io.kvstore.engine.Lease;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.hashing.ExtraKeys;
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.error.NotFoundException;
+import io.kvstore.service.error.PayloadTooLargeException;
+import io.kvstore.service.metrics.EngineMetrics;
+import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.tier.TierId;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.stereotype.Service;
+
+/**
+ * What the engine API does, between the HTTP layer and the tier engine: keys from hashes or token ids,
+ * namespace layouts enforced on every store, batches streamed between request bodies and tier memory
+ * through one off-heap block buffer, fetched blocks held under a lease while they are sent.
+ */
+@Service
+public class BlockService {
+
+    private final TierEngine engine;
+    private final NamespaceRegistry namespaces;
+    private final EngineMetrics metrics;
+    private final long maxRequestBytes;
+
+    public BlockService(TierEngine engine, NamespaceRegistry namespaces, EngineMetrics metrics, KvStoreProperties properties) {
+        this.engine = engine;
+        this.namespaces = namespaces;
+        this.metrics = metrics;
+        this.maxRequestBytes = properties.maxRequestSize().toBytes();
+    }
+
+    /** The outcome of a lookup: the matched prefix, each block's tier, and the lease when one was asked for. */
+    public record Match(NamespaceSpec spec, LookupResult result, Lease lease) {
+    }
+
+    /** The hashes a request names directly, checked against the namespace's hash length. */
+    public List<BlockHash> parseHashes(NamespaceSpec spec, List<String> hex, String field) {
+        if (hex == null) {
+            throw new InvalidRequestException(field, field + " is required");
+        }
+        List<BlockHash> hashes = new ArrayList<>(hex.size());
+        for (int i = 0; i < hex.size(); i++) {
+            String name = field + "[" + i + "]";
+            BlockHash hash;
+            try {
+                hash = BlockHash.ofHex(hex.get(i));
+            } catch (IllegalArgumentException e) {
+                throw new InvalidRequestException(name, name + ": " + e.getMessage());
+            }
+            if (hash.length() != spec.hashBytes()) {
+                throw new InvalidRequestException(name, name + " has " + hash.length() + " bytes; "
+                        + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
+            }
+            hashes.add(hash);
+        }
+        return hashes;
+    }
+
+    /** The chained hashes of the full blocks of {@code tokenIds}, by the namespace's scheme. */
+    public List<BlockHash> hashTokens(NamespaceSpec spec, int[] tokenIds, ExtraKeys extra) {
+        try {
+            return spec.hasher().hashPrompt(tokenIds, spec.blockSize(), extra);
+        } catch (IllegalArgumentException e) {
+            throw new InvalidRequestException("tokenIds", "tokenIds: " + e.getMessage());
+        }
+    }
+
+    /** The longest stored prefix of {@code hashes}; leased until released or {@code kvstore.lease-timeout} when asked. */
+    public Match lookup(String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
+        long start = System.nanoTime();
+        List<BlockKey> keys = keys(namespace, hashes);
+        LookupResult result = engine.lookup(namespace, hashes);
+        Lease held = null;
+        if (lease) {
+            held = engine.lease(result.blocks(), null);
+            if (held.blocks().size() < result.matchedBlocks()) {
+                // blocks evicted between lookup and lease: answer what is actually held
+                result = new LookupResult(held.blocks(), result.tiers().subList(0, held.blocks().size()));
+            }
+        }
+        metrics.lookup(keys.size(), result.tiers(), System.nanoTime() - start);
+        return new Match(spec, result, held);
+    }
+
+    /** What a store did: blocks and bytes received, and how many went to each tier. */
+    public record Stored(int blocks, long bytes, Map<TierId, Integer> tiers) {
+    }
+
+    /**
+     * Stores the frames of {@code body} one by one; frames before a failing one stay stored (a retry is
+     * harmless, since storing a block that is already held is a no-op).
+     */
+    public Stored store(String namespace, InputStream body, long contentLength) throws IOException {
+        NamespaceSpec spec = namespaces.require(namespace);
+        if (contentLength > maxRequestBytes) {
+            throw new PayloadTooLargeException("the body has " + contentLength
+                    + " bytes; kvstore.max-request-size is " + maxRequestBytes);
+        }
+        BlockFrames.Reader reader = new BlockFrames.Reader(body, maxRequestBytes);
+        Map<TierId, Integer> tiers = new EnumMap<>(TierId.class);
+        int blocks = 0;
+        long bytes = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment block = arena.allocate(spec.blockBytes(), 4096);
+            BlockFrames.Header header;
+            while ((header = reader.next(spec.hashBytes(), spec.blockBytes())) != null) {
+                long start = System.nanoTime();
+                reader.readBlock(block);
+                TierId tier;
+                try {
+                    tier = engine.put(new BlockKey(namespace, header.hash()), header.parent(), block);
+                } catch (IllegalArgumentException differentBytes) {
+                    throw new ConflictException("frame " + reader.frame() + ": " + differentBytes.getMessage());
+                }
+                metrics.transfer(EngineMetrics.HTTP, tier.name(), EngineMetrics.HTTP, block.byteSize(), System.nanoTime() - start);
+                tiers.merge(tier, 1, Integer::sum);
+                blocks++;
+                bytes += block.byteSize();
+            }
+        }
+        return new Stored(blocks, bytes, tiers);
+    }
+
+    /** A batch ready to send: the blocks are leased so nothing evicts or deletes them mid-send. */
+    public final class Fetch implements AutoCloseable {
+
+        private final Lease lease;
+        private final List<BlockFrames.Header> headers;
+
+        private Fetch(Lease lease, List<BlockFrames.Header> headers) {
+            this.lease = lease;
+            this.headers = headers;
+        }
+
+        public long contentLength() {
+            long n = 0;
+            for (BlockFrames.Header h : headers) {
+                n += h.wireBytes() + (long) h.length();
+            }
+            return n;
+        }
+
+        /** Writes every block, read zero-copy from memory tiers (or through a buffer from NVMe). */
+        public void writeTo(OutputStream out) throws IOException {
+            BlockFrames.Writer writer = new BlockFrames.Writer(out);
+            for (int i = 0; i < headers.size(); i++) {
+                BlockFrames.Header header = headers.get(i);
+                long start = System.nanoTime();
+                TierId from = engine.read(lease.blocks().get(i), (tier, record, bytes) -> {
+                    writer.write(header, bytes);
+                    return tier;
+                });
+                metrics.transfer(from.name(), EngineMetrics.HTTP, EngineMetrics.HTTP, header.length(), System.nanoTime() - start);
+            }
+        }
+
+        @Override
+        public void close() {
+            engine.release(lease.id());
+        }
+    }
+
+    /** Leases every requested block for sending; 404 naming the first that is not stored. */
+    public Fetch fetch(String namespace, List<String> hex) {
+        NamespaceSpec spec = namespaces.require(namespace);
+        List<BlockHash> hashes = parseHashes(spec, hex, "blockHashes");
+        Lease lease = engine.lease(keys(namespace, hashes), Duration.ofMinutes(10));
+        List<BlockFrames.Header> headers = new ArrayList<>(hashes.size());
+        for (BlockKey key : lease.blocks()) {
+            CatalogEntry entry = engine.entry(key);
+            if (entry == null) {
+                break;
+            }
+            headers.add(new BlockFrames.Header(key.hash(), entry.parent(), entry.length()));
+        }
+        if (headers.size() < hashes.size()) {
+            engine.release(lease.id());
+            throw new NotFoundException("block " + hashes.get(headers.size()).hex() + " (blockHashes["
+                    + headers.size() + "]) is not stored in namespace '" + namespace + "'");
+        }
+        return new Fetch(lease, headers);
+    }
+
+    /** Deletes one block; 404 when not stored, 409 when pinned or leased. */
+    public void delete(String namespace, String hex) {
+        NamespaceSpec spec = namespaces.require(namespace);
+        BlockKey key = new BlockKey(namespace, parseHashes(spec, List.of(hex), "hash").getFirst());
+        boolean deleted;
+        try {
+            deleted = engine.delete(key);
+        } catch (IllegalStateException pinned) {
+            throw new ConflictException(pinned.getMessage());
+        }
+        if (!deleted) {
+            throw new NotFoundException("block " + hex + " is not stored in namespace '" + namespace + "'");
+        }
+    }
+
+    /**
+     * Deletes every block of the namespace and then its declaration; 409 when pinned or leased blocks
+     * remain (they are kept, with the declaration, until unpinned or released).
+     */
+    public int deleteNamespace(String namespace) {
+        namespaces.require(namespace);
+        int deleted = engine.deleteNamespace(namespace);
+        int left = engine.namespaceBlockCount(namespace);
+        if (left > 0) {
+            throw new ConflictException("namespace '" + namespace + "': " + deleted + " blocks deleted, " + left
+                    + " pinned or leased blocks remain; unpin or release them and delete again");
+        }
+        namespaces.remove(namespace);
+        return deleted;
+    }
+
+    /** Releases a lease; 404 when unknown, already released or expired. */
+    public void release(String leaseId) {
+        if (!engine.release(leaseId)) {
+            throw new NotFoundException("lease '" + leaseId + "' is unknown, released or expired");
+        }
+    }
+
+    public Lease lease(String leaseId) {
+        Lease lease = engine.leaseById(leaseId);
+        if (lease == null) {
+            throw new NotFoundException("lease '" + leaseId + "' is unknown, released or expired");
+        }
+        return lease;
+    }
+
+    static List<BlockKey> keys(String namespace, List<BlockHash> hashes) {
+        List<BlockKey> keys = new ArrayList<>(hashes.size());
+        for (BlockHash h : hashes) {
+            keys.add(new BlockKey(namespace, h));
+        }
+        return keys;
+    }
+}

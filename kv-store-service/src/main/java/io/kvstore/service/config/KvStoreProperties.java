@@ -1,0 +1,134 @@
+package io.kvstore.service.config;
+
+import io.kvstore.eviction.EvictionPolicyKind;
+import jakarta.validation.Valid;
+import jakarta.validation.constraints.AssertTrue;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.util.unit.DataSize;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * Every {@code kvstore.*} setting, bound with relaxed names ({@code KVSTORE_TIERS_DRAM_CAPACITY} works as
+ * an environment variable) and validated at start-up, so a bad value stops the service with the property's
+ * name rather than failing a request later. The reference of every property is {@code configs/README.md}.
+ *
+ * @param dataDir where the NVMe tier's files, its index and the namespace declarations live
+ * @param adminToken the bearer token of the admin API; when unset the admin API refuses every call
+ * @param leaseTimeout how long a lease or an uncommitted reservation holds its blocks
+ * @param maxRequestSize the largest request body accepted (a store batch); larger bodies get 413
+ * @param tiers the storage tiers; HBM exists only when configured, DRAM always, NVMe unless disabled
+ * @param nixl NIXL backend choice (the {@code DYN_KVBM_NIXL_BACKEND_*} environment wins per backend)
+ */
+@Validated
+@ConfigurationProperties("kvstore")
+public record KvStoreProperties(
+        @NotNull @DefaultValue("./data") Path dataDir,
+        String adminToken,
+        @NotNull @DefaultValue("120s") Duration leaseTimeout,
+        @NotNull @DefaultValue("1GB") DataSize maxRequestSize,
+        @Valid @NotNull @DefaultValue Tiers tiers,
+        @Valid @NotNull @DefaultValue Nixl nixl) {
+
+    @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
+    public boolean isLeaseTimeoutInRange() {
+        return leaseTimeout == null || (leaseTimeout.compareTo(Duration.ofSeconds(1)) >= 0
+                && leaseTimeout.compareTo(Duration.ofDays(1)) <= 0);
+    }
+
+    @AssertTrue(message = "kvstore.max-request-size must be at least 4KB")
+    public boolean isMaxRequestSizeValid() {
+        return maxRequestSize == null || maxRequestSize.toBytes() >= 4096;
+    }
+
+    /**
+     * The tiers, fastest first.
+     *
+     * @param hbm G1: absent unless configured (a GPU, or {@code emulated-device} for demos)
+     * @param dram G2: host memory, always present
+     * @param nvme G3: files under {@code kvstore.data-dir}/nvme unless paths are given
+     */
+    public record Tiers(
+            @Valid MemoryTier hbm,
+            @Valid @NotNull @DefaultValue MemoryTier dram,
+            @Valid @NotNull @DefaultValue Nvme nvme) {
+    }
+
+    /**
+     * A memory tier (HBM or DRAM).
+     *
+     * @param provider {@code host}, {@code cuda-pinned}, {@code emulated-device} (labelled as such everywhere)
+     * @param capacity bytes allocated up front
+     * @param slabSize unit in which memory passes between block sizes; at least the largest block
+     * @param policy eviction policy: LRU, LFU, W_TINYLFU or PREFIX_AWARE
+     * @param highWatermark fraction of capacity above which blocks move down
+     * @param lowWatermark fraction of capacity the move-down stops at
+     * @param promoteOnHit whether a hit in a slower tier copies the block up into this one
+     */
+    public record MemoryTier(
+            @NotBlank @DefaultValue("host") String provider,
+            @NotNull @DefaultValue("256MB") DataSize capacity,
+            @NotNull @DefaultValue("32MB") DataSize slabSize,
+            @NotNull @DefaultValue("LRU") EvictionPolicyKind policy,
+            @DefaultValue("0.90") double highWatermark,
+            @DefaultValue("0.80") double lowWatermark,
+            @DefaultValue("false") boolean promoteOnHit) {
+
+        @AssertTrue(message = "watermarks must satisfy 0 < low-watermark < high-watermark <= 1")
+        public boolean isWatermarksOrdered() {
+            return lowWatermark > 0 && lowWatermark < highWatermark && highWatermark <= 1.0;
+        }
+
+        @AssertTrue(message = "slab-size must be a positive multiple of 4KB, at most the capacity")
+        public boolean isSlabSizeValid() {
+            return slabSize == null || capacity == null || (slabSize.toBytes() > 0 && slabSize.toBytes() % 4096 == 0
+                    && slabSize.toBytes() <= capacity.toBytes());
+        }
+    }
+
+    /**
+     * The NVMe tier.
+     *
+     * @param enabled false runs memory tiers only (nothing survives a restart)
+     * @param paths directories for block files, one per device; empty means {@code <data-dir>/nvme}
+     * @param capacity bytes of block files, preallocated; a multiple of {@code fileSize}
+     * @param fileSize size of each block file, a multiple of {@code slabSize}
+     * @param slabSize unit in which space passes between block sizes
+     * @param ioThreads I/O requests in flight for batch reads and writes
+     * @param policy, highWatermark, lowWatermark as for memory tiers (NVMe drops its victims)
+     */
+    public record Nvme(
+            @DefaultValue("true") boolean enabled,
+            @NotNull @DefaultValue List<Path> paths,
+            @NotNull @DefaultValue("1GB") DataSize capacity,
+            @NotNull @DefaultValue("256MB") DataSize fileSize,
+            @NotNull @DefaultValue("32MB") DataSize slabSize,
+            @Min(1) @Max(256) @DefaultValue("4") int ioThreads,
+            @NotNull @DefaultValue("LRU") EvictionPolicyKind policy,
+            @DefaultValue("0.95") double highWatermark,
+            @DefaultValue("0.90") double lowWatermark) {
+
+        @AssertTrue(message = "watermarks must satisfy 0 < low-watermark < high-watermark <= 1")
+        public boolean isWatermarksOrdered() {
+            return lowWatermark > 0 && lowWatermark < highWatermark && highWatermark <= 1.0;
+        }
+    }
+
+    /**
+     * NIXL backend choice.
+     *
+     * @param backends backend name to {@code true|false} (same values as {@code DYN_KVBM_NIXL_BACKEND_<NAME>})
+     * @param requireBackends whether an enabled backend whose library is missing stops start-up
+     */
+    public record Nixl(@NotNull @DefaultValue Map<String, String> backends,
+            @DefaultValue("false") boolean requireBackends) {
+    }
+}

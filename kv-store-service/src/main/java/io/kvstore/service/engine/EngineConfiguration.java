@@ -1,0 +1,95 @@
+package io.kvstore.service.engine;
+
+import io.kvstore.engine.TierEngine;
+import io.kvstore.engine.TierSettings;
+import io.kvstore.service.admin.BackendProbe;
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.metrics.EngineMetrics;
+import io.kvstore.service.metrics.TierGauges;
+import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.MemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.NvmeTier;
+import io.kvstore.tier.nvme.NvmeTierConfig;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Builds the tier engine from {@link KvStoreProperties}: HBM when configured, DRAM always, NVMe under
+ * the data directory unless disabled. Each tier is a {@code BlockTier}; the engine owns and closes them.
+ */
+@Configuration(proxyBeanMethods = false)
+@EnableConfigurationProperties(KvStoreProperties.class)
+public class EngineConfiguration {
+
+    @Bean
+    EngineMetrics engineMetrics(MeterRegistry registry) {
+        return new EngineMetrics(registry);
+    }
+
+    @Bean(destroyMethod = "close")
+    TierEngine tierEngine(KvStoreProperties properties, EngineMetrics metrics) throws IOException {
+        List<BlockTier> tiers = new ArrayList<>();
+        Map<TierId, TierSettings> settings = new EnumMap<>(TierId.class);
+        try {
+            var t = properties.tiers();
+            if (t.hbm() != null) {
+                tiers.add(memoryTier(TierId.HBM, t.hbm()));
+                settings.put(TierId.HBM, settingsOf(t.hbm()));
+            }
+            tiers.add(memoryTier(TierId.DRAM, t.dram()));
+            settings.put(TierId.DRAM, settingsOf(t.dram()));
+            if (t.nvme().enabled()) {
+                tiers.add(new NvmeTier(nvmeConfig(properties)));
+                settings.put(TierId.NVME, new TierSettings(t.nvme().policy(), t.nvme().highWatermark(),
+                        t.nvme().lowWatermark(), false));
+            }
+        } catch (IOException | RuntimeException e) {
+            tiers.forEach(BlockTier::close);
+            throw e;
+        }
+        return new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
+    }
+
+    @Bean
+    TierGauges tierGauges(TierEngine engine) {
+        return new TierGauges(engine);
+    }
+
+    @Bean
+    BackendProbe backendProbe(KvStoreProperties properties) {
+        return new BackendProbe(properties, System.getenv());
+    }
+
+    @Bean
+    NamespaceRegistry namespaceRegistry(KvStoreProperties properties, JsonMapper json) {
+        return new NamespaceRegistry(properties.dataDir(), json);
+    }
+
+    private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {
+        return new MemoryTier(id, MemoryProvider.named(p.provider()), p.capacity().toBytes(), p.slabSize().toBytes());
+    }
+
+    private static TierSettings settingsOf(KvStoreProperties.MemoryTier p) {
+        return new TierSettings(p.policy(), p.highWatermark(), p.lowWatermark(), p.promoteOnHit());
+    }
+
+    static NvmeTierConfig nvmeConfig(KvStoreProperties properties) {
+        var n = properties.tiers().nvme();
+        List<Path> paths = n.paths().isEmpty() ? List.of(properties.dataDir().resolve("nvme")) : n.paths();
+        return new NvmeTierConfig(paths, n.capacity().toBytes(), n.fileSize().toBytes(), n.slabSize().toBytes(),
+                n.ioThreads());
+    }
+}

@@ -1,0 +1,123 @@
+package io.kvstore.service.error;
+
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.TierFullException;
+import java.net.URI;
+import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.HttpStatusCode;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.context.request.WebRequest;
+import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
+import tools.jackson.core.JacksonException;
+
+/**
+ * Turns every failure into an RFC 9457 {@code application/problem+json} answer: Spring MVC's own errors
+ * (415, 405, malformed JSON, ...) through {@link ResponseEntityExceptionHandler}, the service's through
+ * the handlers below. A problem names the field at fault where there is one ({@code field}); stack traces
+ * never leave the process, and an unexpected failure is logged once and answered 500 without detail.
+ */
+@RestControllerAdvice
+public class ProblemAdvice extends ResponseEntityExceptionHandler {
+
+    private static final Logger log = LoggerFactory.getLogger(ProblemAdvice.class);
+
+    @ExceptionHandler(InvalidRequestException.class)
+    ResponseEntity<Object> invalid(InvalidRequestException e) {
+        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "Invalid request", e.getMessage());
+        problem.setProperty("field", e.field());
+        return respond(problem);
+    }
+
+    @ExceptionHandler({NotFoundException.class, BlockNotFoundException.class})
+    ResponseEntity<Object> notFound(Exception e) {
+        return respond(problem(HttpStatus.NOT_FOUND, "Not found", e.getMessage()));
+    }
+
+    @ExceptionHandler(ConflictException.class)
+    ResponseEntity<Object> conflict(ConflictException e) {
+        return respond(problem(HttpStatus.CONFLICT, "Conflict", e.getMessage()));
+    }
+
+    @ExceptionHandler(PayloadTooLargeException.class)
+    ResponseEntity<Object> tooLarge(PayloadTooLargeException e) {
+        return respond(problem(HttpStatus.CONTENT_TOO_LARGE, "Request body too large", e.getMessage()));
+    }
+
+    @ExceptionHandler(TierFullException.class)
+    ResponseEntity<Object> full(TierFullException e) {
+        return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "No space in any tier",
+                e.getMessage() + "; everything left is pinned, leased or being read"));
+    }
+
+    @ExceptionHandler(ChecksumMismatchException.class)
+    ResponseEntity<Object> corrupt(ChecksumMismatchException e) {
+        log.warn("answered 500: {}", e.getMessage());
+        return respond(problem(HttpStatus.INTERNAL_SERVER_ERROR, "Stored block is corrupt", e.getMessage()));
+    }
+
+    @ExceptionHandler(IllegalArgumentException.class)
+    ResponseEntity<Object> illegalArgument(IllegalArgumentException e) {
+        return respond(problem(HttpStatus.BAD_REQUEST, "Invalid request", e.getMessage()));
+    }
+
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<Object> unexpected(Exception e) {
+        log.error("request failed unexpectedly", e);
+        return respond(problem(HttpStatus.INTERNAL_SERVER_ERROR, "Internal error",
+                "the request failed unexpectedly (" + e.getClass().getSimpleName() + "); the service log has the details"));
+    }
+
+    /** Malformed JSON and wrong types: say where, as a JSON path like {@code layout.layers}. */
+    @Override
+    protected @Nullable ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex,
+            HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "Malformed request body", "the body is not valid JSON");
+        if (ex.getCause() instanceof JacksonException jackson) {
+            String field = jackson.getPath().stream()
+                    .map(ref -> ref.getPropertyName() != null ? ref.getPropertyName() : "[" + ref.getIndex() + "]")
+                    .collect(Collectors.joining(".")).replace(".[", "[");
+            String what = jackson.getOriginalMessage();
+            int cut = what.indexOf('\n');
+            what = cut > 0 ? what.substring(0, cut) : what;
+            if (!field.isEmpty()) {
+                problem.setDetail("field '" + field + "': " + what);
+                problem.setProperty("field", field);
+            } else {
+                problem.setDetail("the body is not valid JSON: " + what);
+            }
+        } else if (ex.getMessage() != null && ex.getMessage().startsWith("Required request body is missing")) {
+            problem.setDetail("a JSON body is required");
+        }
+        return respond(problem);
+    }
+
+    @Override
+    protected ResponseEntity<Object> createResponseEntity(@Nullable Object body, HttpHeaders headers,
+            HttpStatusCode statusCode, WebRequest request) {
+        if (body instanceof ProblemDetail problem && problem.getType() == null) {
+            problem.setType(URI.create("about:blank"));
+        }
+        return super.createResponseEntity(body, headers, statusCode, request);
+    }
+
+    static ProblemDetail problem(HttpStatus status, String title, String detail) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, detail);
+        problem.setTitle(title);
+        return problem;
+    }
+
+    private static ResponseEntity<Object> respond(ProblemDetail problem) {
+        return ResponseEntity.status(problem.getStatus())
+                .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON).body(problem);
+    }
+}

@@ -1,0 +1,82 @@
+package io.kvstore.service.metrics;
+
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.engine.EngineEvents;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.TierId;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The service's meters, with the names operators and dashboards rely on ({@code kvstore_*} in Prometheus),
+ * fed by the tier engine's events and by the API. Meters are looked up per event from Micrometer's
+ * registry, which caches them by name and tags; every call is a counter increment, never a block.
+ */
+public final class EngineMetrics implements EngineEvents {
+
+    /** Backend tag for bytes copied by the CPU between memory tiers or to and from files. */
+    public static final String LOCAL = "local";
+    /** Backend tag for bytes carried in HTTP bodies. */
+    public static final String HTTP = "http";
+
+    private final MeterRegistry registry;
+    private final Counter lookupRequests;
+    private final Counter lookupBlocks;
+    private final Timer lookupTimer;
+
+    public EngineMetrics(MeterRegistry registry) {
+        this.registry = registry;
+        this.lookupRequests = Counter.builder("kvstore.lookup.requests").description("Lookups answered")
+                .register(registry);
+        this.lookupBlocks = Counter.builder("kvstore.lookup.blocks").description("Blocks asked for by lookups")
+                .register(registry);
+        this.lookupTimer = Timer.builder("kvstore.lookup").description("Time to answer a lookup")
+                .publishPercentileHistogram().register(registry);
+    }
+
+    /** One lookup of {@code requested} blocks whose matched prefix lies in {@code hitTiers}, taking {@code nanos}. */
+    public void lookup(int requested, List<TierId> hitTiers, long nanos) {
+        lookupRequests.increment();
+        lookupBlocks.increment(requested);
+        for (TierId tier : hitTiers) {
+            registry.counter("kvstore.lookup.hit.blocks", "tier", tier.name()).increment();
+        }
+        lookupTimer.record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    /** Bytes moved from {@code src} to {@code dst} over {@code backend}, taking {@code nanos}. */
+    public void transfer(String src, String dst, String backend, long bytes, long nanos) {
+        registry.counter("kvstore.transfer.bytes", "src", src, "dst", dst, "backend", backend).increment(bytes);
+        Timer.builder("kvstore.transfer").tags("src", src, "dst", dst, "backend", backend)
+                .description("Time spent moving blocks").register(registry).record(Duration.ofNanos(nanos));
+    }
+
+    @Override
+    public void evicted(TierId tier, EvictionPolicyKind policy, int bytes) {
+        registry.counter("kvstore.evictions", "tier", tier.name(), "policy", policy.name()).increment();
+    }
+
+    @Override
+    public void demoted(TierId from, TierId to, int bytes) {
+        registry.counter("kvstore.demotions", "from", from.name(), "to", to.name()).increment();
+    }
+
+    @Override
+    public void promoted(TierId from, TierId to, int bytes) {
+        registry.counter("kvstore.promotions", "from", from.name(), "to", to.name()).increment();
+    }
+
+    @Override
+    public void checksumFailed(TierId tier, BlockKey key) {
+        registry.counter("kvstore.checksum.failures", "tier", tier.name()).increment();
+    }
+
+    @Override
+    public void moved(TierId from, TierId to, long bytes, long nanos) {
+        transfer(from.name(), to.name(), LOCAL, bytes, nanos);
+    }
+}

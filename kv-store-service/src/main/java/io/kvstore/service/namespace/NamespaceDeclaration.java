@@ -1,0 +1,49 @@
+package io.kvstore.service.namespace;
+
+import io.kvstore.hashing.HashScheme;
+
+/**
+ * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
+ * {@code namespaces.json}).
+ */
+public record NamespaceDeclaration(String model, Layout layout, String hashScheme, String hashSeed) {
+
+    /** The KV layout of one block. */
+    public record Layout(Integer layers, Integer kvHeads, Integer headDim, String dtype, Integer blockSize) {
+    }
+
+    /** Validates the declaration, naming the first field at fault. */
+    public NamespaceSpec toSpec() {
+        if (layout == null) {
+            throw new InvalidNamespaceException("layout", "layout is required");
+        }
+        Dtype dtype;
+        try {
+            dtype = Dtype.parse(layout.dtype());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidNamespaceException("layout.dtype", "layout.dtype: " + e.getMessage());
+        }
+        HashScheme scheme;
+        try {
+            scheme = HashScheme.parse(hashScheme == null ? "sha256_cbor" : hashScheme);
+        } catch (IllegalArgumentException e) {
+            throw new InvalidNamespaceException("hashScheme", "hashScheme: " + e.getMessage());
+        }
+        return new NamespaceSpec(model, required(layout.layers(), "layout.layers"),
+                required(layout.kvHeads(), "layout.kvHeads"), required(layout.headDim(), "layout.headDim"), dtype,
+                layout.blockSize() == null ? 16 : layout.blockSize(), scheme, hashSeed);
+    }
+
+    /** The declaration of a validated spec, with names in canonical form. */
+    public static NamespaceDeclaration of(NamespaceSpec spec) {
+        return new NamespaceDeclaration(spec.model(), new Layout(spec.layers(), spec.kvHeads(), spec.headDim(),
+                spec.dtype().wireName(), spec.blockSize()), spec.hashScheme().wireName(), spec.hashSeed());
+    }
+
+    private static int required(Integer value, String field) {
+        if (value == null) {
+            throw new InvalidNamespaceException(field, field + " is required");
+        }
+        return value;
+    }
+}
