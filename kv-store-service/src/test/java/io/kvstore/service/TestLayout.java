@@ -30,7 +30,7 @@ final class TestLayout {
     }
 
     static List<BlockHash> hashes(int[] tokens) {
-        return BlockHasher.of(HashScheme.SHA256_CBOR, "0").hashPrompt(tokens, BLOCK_TOKENS, ExtraKeys.NONE);
+        return BlockHasher.create(HashScheme.SHA256_CBOR, "0").hashPrompt(tokens, BLOCK_TOKENS, ExtraKeys.NONE);
     }
 
     static List<byte[]> blocks(int count, int seed) {

@@ -2,6 +2,7 @@ package io.kvstore.service.admin;
 
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.ucx.Ucp;
+import io.kvstore.nixl.NixlBackendProbe;
 import io.kvstore.nixl.NixlBackendSelection;
 import io.kvstore.service.config.KvStoreProperties;
 import java.util.Map;
@@ -10,8 +11,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The data-plane backends this process can use: the {@code DYN_KVBM_NIXL_BACKEND_*} choice resolved once
- * at start-up (a bad value stops the service), each backend's library probed. UCX is probed through the
- * libucp binding; backends without a binding in this build are reported unavailable with that reason.
+ * at start-up (a bad value stops the service), each backend probed through NIXL (libnixl_capi, its plugin,
+ * libcufile for GDS). Where NIXL is absent, UCX falls back to the direct libucp data plane and POSIX to libc;
+ * any other backend is reported unavailable with NIXL's reason.
  */
 public final class BackendProbe {
 
@@ -29,12 +31,23 @@ public final class BackendProbe {
         return resolved;
     }
 
-    /** A backend's library, as far as this build can tell. */
+    private static final NixlBackendProbe NIXL = NixlBackendProbe.ofThisMachine();
+
+    /** A backend's availability: through NIXL when it has the backend, else the direct fallback if one exists. */
     public static Availability availability(String backend) {
+        Availability viaNixl = NIXL.probe(backend);
+        if (viaNixl.available()) {
+            return viaNixl;
+        }
         return switch (backend) {
-            case "UCX" -> Ucp.availability();
-            case "POSIX" -> Availability.available("libc (POSIX reads and writes)");
-            default -> Availability.unavailable("no binding for NIXL backend " + backend + " in this build");
+            case "UCX" -> {
+                Availability ucp = Ucp.availability();
+                yield ucp.available()
+                        ? Availability.available("direct libucp " + ucp.detail() + " (NIXL not used: " + viaNixl.detail() + ")")
+                        : Availability.unavailable(viaNixl.detail() + "; direct libucp: " + ucp.detail());
+            }
+            case "POSIX" -> Availability.available("libc POSIX reads and writes (NIXL not used: " + viaNixl.detail() + ")");
+            default -> viaNixl;
         };
     }
 }

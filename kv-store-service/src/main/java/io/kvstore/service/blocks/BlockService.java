@@ -77,6 +77,12 @@ public class BlockService {
 
     /** The chained hashes of the full blocks of {@code tokenIds}, by the namespace's scheme. */
     public List<BlockHash> hashTokens(NamespaceSpec spec, int[] tokenIds, ExtraKeys extra) {
+        for (int i = 0; i < tokenIds.length; i++) {
+            if (tokenIds[i] < 0) {
+                throw new InvalidRequestException("tokenIds",
+                        "tokenIds: token id at position " + i + " is negative (" + tokenIds[i] + ")");
+            }
+        }
         try {
             return spec.hasher().hashPrompt(tokenIds, spec.blockSize(), extra);
         } catch (IllegalArgumentException e) {

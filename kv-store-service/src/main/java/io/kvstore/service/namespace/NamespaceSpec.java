@@ -12,7 +12,8 @@ import io.kvstore.hashing.HashScheme;
  * @param layers, kvHeads, headDim, dtype, blockSize the KV layout; a block holds K and V of
  *     {@code blockSize} tokens for every layer
  * @param hashScheme {@code sha256_cbor} (vLLM) or {@code xxh3} (Dynamo KVBM)
- * @param hashSeed vLLM's {@code PYTHONHASHSEED} for {@code sha256_cbor}; unused by {@code xxh3}
+ * @param hashSeed vLLM's {@code PYTHONHASHSEED} for {@code sha256_cbor}; for {@code xxh3} absent (the salt hash
+ *     is derived per request from LoRA name and cache salt, as Dynamo KVBM does) or a fixed 64-bit salt hash
  */
 public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, Dtype dtype, int blockSize,
         HashScheme hashScheme, String hashSeed) {
@@ -30,6 +31,13 @@ public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, 
         require(hashScheme != null, "hashScheme", "is required");
         require(hashScheme != HashScheme.SHA256_CBOR || (hashSeed != null && !hashSeed.isEmpty()), "hashSeed",
                 "is required for sha256_cbor (vLLM's PYTHONHASHSEED; a random seed makes hashes useless across processes)");
+        if (hashScheme != null) {
+            try {
+                BlockHasher.create(hashScheme, hashSeed);
+            } catch (IllegalArgumentException e) {
+                throw new InvalidNamespaceException("hashSeed", "hashSeed: " + e.getMessage());
+            }
+        }
         long bytes = 2L * layers * kvHeads * headDim * dtype.bytes() * blockSize;
         require(bytes <= MAX_BLOCK_BYTES, "layout", "gives blocks of " + bytes + " bytes; at most " + MAX_BLOCK_BYTES
                 + " are supported");
@@ -52,6 +60,6 @@ public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, 
     }
 
     public BlockHasher hasher() {
-        return BlockHasher.of(hashScheme, hashSeed);
+        return BlockHasher.create(hashScheme, hashSeed);
     }
 }
