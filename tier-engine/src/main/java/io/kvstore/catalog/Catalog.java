@@ -46,7 +46,10 @@ public final class Catalog {
         }
     }
 
-    /** Removes the entry if it is still the one mapped and has no copy left. */
+    /**
+     * Removes the entry if it is still the one mapped, has no copy left and nobody is still writing,
+     * moving or reading it (see {@link CatalogEntry#dieIfEmpty}); whoever finishes last calls this again.
+     */
     public void removeIfDead(CatalogEntry entry) {
         if (entry.dieIfEmpty()) {
             entries.remove(entry.key(), entry);

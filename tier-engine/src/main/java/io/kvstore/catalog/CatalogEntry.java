@@ -309,12 +309,17 @@ public final class CatalogEntry {
         }
     }
 
-    /** Marks a block with no copy left dead so it can leave the catalog; false if it still has one. */
+    /**
+     * Marks a block with no copy left dead and says whether it may leave the catalog now: only when no
+     * writer, mover or reader of this entry is still in flight, since each of them may hold a copy it has
+     * yet to publish or free. Removing the entry earlier would let a new entry of the same key write a
+     * tier while an old copy is still being written or freed there. The last of them removes it.
+     */
     public synchronized boolean dieIfEmpty() {
         if (tiers == 0 && !writing) {
             dead = true;
         }
-        return dead;
+        return dead && !writing && moving == 0 && readers == 0;
     }
 
     private static int bit(TierId tier) {

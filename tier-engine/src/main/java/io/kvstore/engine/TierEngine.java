@@ -195,6 +195,7 @@ public final class TierEngine implements AutoCloseable {
                 writeWithRoom(tier, entry, record, bytes);
             } catch (StaleEntryException stale) {
                 entry.abandonWrite();
+                catalog.removeIfDead(entry);
                 continue;
             } catch (IOException | RuntimeException e) {
                 entry.abandonWrite();
@@ -205,13 +206,19 @@ public final class TierEngine implements AutoCloseable {
                 policies.get(target).onInsert(key, entry.parentKey());
                 TierId durable = tiers.lastKey();
                 if (durable != target && writeThrough.contains(key.namespace())) {
-                    copyThrough(entry, target, durable);
+                    try {
+                        copyThrough(entry, target, durable);
+                    } catch (BlockNotFoundException deletedMeanwhile) {
+                        // a delete that came after this put won; nothing is left to copy through
+                    }
                 }
                 afterInsert(target);
                 return target;
             }
-            // The entry was deleted while we wrote; our copy is ours alone to remove.
+            // The entry was deleted while we wrote; our copy is ours alone to remove, and the entry leaves
+            // the catalog only now, so a new entry of this key cannot meet our copy.
             tier.delete(key);
+            catalog.removeIfDead(entry);
         }
     }
 
@@ -373,8 +380,8 @@ public final class TierEngine implements AutoCloseable {
                 events.demoted(id, below, entry.length());
             }
             if (outcome.clearedFrom() || droppedCorrupt) {
-                from.delete(key);
                 policy.onRemove(key);
+                from.delete(key);
                 events.evicted(id, policy.kind(), entry.length());
                 catalog.removeIfDead(entry);
             }
@@ -454,8 +461,9 @@ public final class TierEngine implements AutoCloseable {
             events.demoted(id, below, entry.length());
         }
         if (freed) {
-            tiers.get(id).delete(victim);
+            // policy first: a promotion may put a new copy here the moment the slot is free
             policy.onRemove(victim);
+            tiers.get(id).delete(victim);
             events.evicted(id, policy.kind(), entry.length());
             catalog.removeIfDead(entry);
         }
@@ -577,6 +585,15 @@ public final class TierEngine implements AutoCloseable {
         if (entry == null) {
             throw new BlockNotFoundException("no block " + key);
         }
+        return read(entry, reader, dst);
+    }
+
+    /**
+     * Reads through this very entry, not whatever the catalog maps its key to now: a mover holding an
+     * older entry must register as that entry's reader, so a delete of it waits for the mover.
+     */
+    private <T> T read(CatalogEntry entry, BlockReader<T> reader, MemorySegment dst) throws IOException {
+        BlockKey key = entry.key();
         TierId from = tiers.firstKey();
         while (true) {
             TierId tierId = entry.beginRead(from);
@@ -628,8 +645,8 @@ public final class TierEngine implements AutoCloseable {
         log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
         if (entry.dropTier(tierId)) {
             awaitNoReaders(entry);
-            tiers.get(tierId).delete(entry.key());
             policies.get(tierId).onRemove(entry.key());
+            tiers.get(tierId).delete(entry.key());
         }
         catalog.removeIfDead(entry);
     }
@@ -657,7 +674,7 @@ public final class TierEngine implements AutoCloseable {
     private void copyThrough(CatalogEntry entry, TierId from, TierId to) throws IOException {
         BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
         long start = System.nanoTime();
-        read(entry.key(), (tier, rec, bytes) -> {
+        read(entry, (tier, rec, bytes) -> {
             if (entry.residentIn(to)) {
                 return null;
             }
@@ -669,7 +686,7 @@ public final class TierEngine implements AutoCloseable {
                 tiers.get(to).delete(entry.key());
             }
             return null;
-        });
+        }, null);
     }
 
     /**
@@ -692,7 +709,7 @@ public final class TierEngine implements AutoCloseable {
         long start = System.nanoTime();
         // Everything happens while the read holds the block: a concurrent delete waits for us, so the
         // copy we add is either published on the live entry or removed by us, never left behind.
-        read(entry.key(), (tier, rec, bytes) -> {
+        read(entry, (tier, rec, bytes) -> {
             if (tier != from || entry.residentIn(to)) {
                 return null;
             }
@@ -705,7 +722,7 @@ public final class TierEngine implements AutoCloseable {
                 tiers.get(to).delete(entry.key());
             }
             return null;
-        });
+        }, null);
         afterInsert(to);
     }
 
@@ -723,8 +740,8 @@ public final class TierEngine implements AutoCloseable {
         Set<TierId> had = entry.dropAll();
         awaitNoReaders(entry);
         for (TierId t : had) {
-            tiers.get(t).delete(key);
             policies.get(t).onRemove(key);
+            tiers.get(t).delete(key);
         }
         catalog.removeIfDead(entry);
         return !had.isEmpty();

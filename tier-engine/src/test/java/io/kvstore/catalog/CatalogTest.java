@@ -54,4 +54,38 @@ class CatalogTest {
         assertThat(second).isNotSameAs(first);
         assertThat(first.addTier(TierId.DRAM)).isFalse();
     }
+
+    /**
+     * A delete that lands while the first copy is being written must not let a new entry of the same key
+     * in: the writer still has a copy in a tier that only it will free, and a new writer would take that
+     * copy for its own (the race the engine stress test caught as a block listed in a tier that no longer
+     * held it).
+     */
+    @Test
+    void deletedEntryStaysUntilItsWriterGivesUp() {
+        BlockKey key = new BlockKey("m", h(10));
+        CatalogEntry first = catalog.entryFor(key, null, 4096, 0);
+        assertThat(first.claimWrite()).isEqualTo(CatalogEntry.WriteClaim.OWNED);
+        first.dropAll();
+        catalog.removeIfDead(first);
+        assertThat(catalog.get(key)).isSameAs(first);
+        assertThat(first.publishWrite(TierId.DRAM)).isFalse();
+        catalog.removeIfDead(first);
+        assertThat(catalog.get(key)).isNull();
+    }
+
+    /** Likewise a mover or reader still holding the dead entry keeps it in place until it is done. */
+    @Test
+    void deadEntryStaysWhileAMoverHoldsIt() {
+        BlockKey key = new BlockKey("m", h(11));
+        CatalogEntry first = catalog.entryFor(key, null, 4096, 0);
+        first.addTier(TierId.HBM);
+        assertThat(first.claimMove(TierId.HBM)).isTrue();
+        first.dropAll();
+        catalog.removeIfDead(first);
+        assertThat(catalog.get(key)).isSameAs(first);
+        assertThat(first.finishMove(TierId.HBM, TierId.DRAM).recordedCopy()).isFalse();
+        catalog.removeIfDead(first);
+        assertThat(catalog.get(key)).isNull();
+    }
 }
