@@ -66,6 +66,7 @@ public final class TierEngine implements AutoCloseable {
     private final Clock clock;
     private final Duration defaultLeaseTimeout;
     private final Map<String, Lease> leases = new ConcurrentHashMap<>();
+    private final Map<String, Reservation> reservations = new ConcurrentHashMap<>();
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
     private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
     private final ExecutorService mover;
@@ -105,7 +106,7 @@ public final class TierEngine implements AutoCloseable {
                 Thread.ofPlatform().name("kvstore-lease-sweeper").daemon().factory());
         recover();
         long sweepMillis = Math.max(50, Math.min(1000, defaultLeaseTimeout.toMillis() / 4));
-        leaseSweeper.scheduleWithFixedDelay(this::expireLeases, sweepMillis, sweepMillis, TimeUnit.MILLISECONDS);
+        leaseSweeper.scheduleWithFixedDelay(this::expireLeasesAndReservations, sweepMillis, sweepMillis, TimeUnit.MILLISECONDS);
     }
 
     private void recover() {
@@ -163,7 +164,27 @@ public final class TierEngine implements AutoCloseable {
             throw new IllegalArgumentException("block " + key + " has " + bytes.byteSize() + " bytes");
         }
         int crc = Checksums.crc32c(bytes);
-        int length = (int) bytes.byteSize();
+        return store(key, parent, (int) bytes.byteSize(), crc, tier,
+                (entry, record) -> writeWithRoom(tier, entry, record, bytes)).tier();
+    }
+
+    /** How {@link #store} puts the first copy of a block into its tier. */
+    @FunctionalInterface
+    private interface FirstCopy {
+        void write(CatalogEntry entry, BlockRecord record) throws IOException;
+    }
+
+    /** Where a stored block is, and whether this store made the copy (false: it was already resident). */
+    private record Stored(TierId tier, boolean copied) {
+    }
+
+    /**
+     * The one way a block becomes resident: claim the entry as its only writer, make the first copy,
+     * publish it. A key already resident is left as it is (same bytes required).
+     */
+    private Stored store(BlockKey key, BlockHash parent, int length, int crc, BlockTier tier, FirstCopy firstCopy)
+            throws IOException {
+        TierId target = tier.id();
         long deadline = System.nanoTime() + READER_WAIT_NANOS;
         while (true) {
             CatalogEntry entry = catalog.entryFor(key, parent, length, crc);
@@ -177,7 +198,7 @@ public final class TierEngine implements AutoCloseable {
                         throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
                                 + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
                     }
-                    return holder;
+                    return new Stored(holder, false);
                 }
                 case BUSY, DEAD -> {
                     if (System.nanoTime() > deadline) {
@@ -192,7 +213,7 @@ public final class TierEngine implements AutoCloseable {
             }
             BlockRecord record = new BlockRecord(key, parent, length, crc);
             try {
-                writeWithRoom(tier, entry, record, bytes);
+                firstCopy.write(entry, record);
             } catch (StaleEntryException stale) {
                 entry.abandonWrite();
                 catalog.removeIfDead(entry);
@@ -209,11 +230,11 @@ public final class TierEngine implements AutoCloseable {
                     try {
                         copyThrough(entry, target, durable);
                     } catch (BlockNotFoundException deletedMeanwhile) {
-                        // a delete that came after this put won; nothing is left to copy through
+                        // a delete that came after this store won; nothing is left to copy through
                     }
                 }
                 afterInsert(target);
-                return target;
+                return new Stored(target, true);
             }
             // The entry was deleted while we wrote; our copy is ours alone to remove, and the entry leaves
             // the catalog only now, so a new entry of this key cannot meet our copy.
@@ -230,20 +251,7 @@ public final class TierEngine implements AutoCloseable {
      */
     private void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes)
             throws IOException {
-        long deadline = 0;
-        while (tier.contains(record.key()) && !entry.residentIn(tier.id())) {
-            if (entry.dead()) {
-                throw new StaleEntryException(record.key());
-            }
-            if (deadline == 0) {
-                deadline = System.nanoTime() + READER_WAIT_NANOS;
-            } else if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("tier " + tier.id() + " still holds an unpublished copy of "
-                        + record.key() + " after 30 s");
-            }
-            Thread.onSpinWait();
-            Thread.yield();
-        }
+        awaitOldCopyFreed(tier, entry, record.key());
         while (true) {
             try {
                 tier.write(record, bytes);
@@ -253,6 +261,24 @@ public final class TierEngine implements AutoCloseable {
                     throw full;
                 }
             }
+        }
+    }
+
+    /** Waits until {@code tier} no longer holds a copy of the key that {@code entry} has not published. */
+    private static void awaitOldCopyFreed(BlockTier tier, CatalogEntry entry, BlockKey key) {
+        long deadline = 0;
+        while (tier.contains(key) && !entry.residentIn(tier.id())) {
+            if (entry.dead()) {
+                throw new StaleEntryException(key);
+            }
+            if (deadline == 0) {
+                deadline = System.nanoTime() + READER_WAIT_NANOS;
+            } else if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("tier " + tier.id() + " still holds an unpublished copy of "
+                        + key + " after 30 s");
+            }
+            Thread.onSpinWait();
+            Thread.yield();
         }
     }
 
@@ -848,7 +874,7 @@ public final class TierEngine implements AutoCloseable {
         return leases.size();
     }
 
-    private void expireLeases() {
+    private void expireLeasesAndReservations() {
         try {
             var now = clock.instant();
             int expired = 0;
@@ -860,9 +886,146 @@ public final class TierEngine implements AutoCloseable {
             if (expired > 0) {
                 log.info("{} lease(s) expired and released their blocks", expired);
             }
+            int lapsed = 0;
+            for (Reservation r : reservations.values()) {
+                if (r.expiresAt().isBefore(now) && cancel(r.id())) {
+                    lapsed++;
+                }
+            }
+            if (lapsed > 0) {
+                log.info("{} reservation(s) expired uncommitted; their slots are free again", lapsed);
+            }
         } catch (RuntimeException e) {
-            log.error("lease sweep failed", e);
+            log.error("lease and reservation sweep failed", e);
         }
+    }
+
+    // ---- in-place (one-sided) writes ----------------------------------------------------------
+
+    /**
+     * Sets aside slots in memory tier {@code target} for blocks a peer will WRITE in place, evicting by
+     * policy to make room. Blocks already resident get no slot. Nothing is visible until {@link #commit};
+     * slots not committed by the reservation's expiry return to the pool. A peer that writes after its
+     * reservation expired can only damage a slot whose next block then fails its checksum and is dropped,
+     * never served.
+     *
+     * @throws TierFullException when the tier cannot make room for every block (nothing stays reserved)
+     */
+    public Reservation reserve(List<InPlaceBlock> blocks, TierId target, Duration timeout) throws IOException {
+        if (!(tier(target) instanceof MemoryTier memory)) {
+            throw new IllegalArgumentException("tier " + target + " is not a memory tier; in-place writes need one");
+        }
+        Set<BlockKey> seen = new java.util.HashSet<>();
+        for (InPlaceBlock b : blocks) {
+            if (!seen.add(b.key())) {
+                throw new IllegalArgumentException("block " + b.key() + " is listed twice in one reservation");
+            }
+        }
+        List<Reservation.Slot> slots = new ArrayList<>();
+        List<BlockKey> resident = new ArrayList<>();
+        try {
+            for (InPlaceBlock b : blocks) {
+                CatalogEntry entry = catalog.get(b.key());
+                if (entry != null && entry.resident()) {
+                    resident.add(b.key());
+                } else {
+                    slots.add(new Reservation.Slot(b, reserveWithRoom(memory, b.length())));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            for (Reservation.Slot slot : slots) {
+                memory.releaseSlot(slot.offset(), slot.block().length());
+            }
+            throw e;
+        }
+        Reservation r = new Reservation(UUID.randomUUID().toString(), target, slots, resident,
+                clock.instant().plus(timeout == null ? defaultLeaseTimeout : timeout));
+        reservations.put(r.id(), r);
+        return r;
+    }
+
+    private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
+        while (true) {
+            try {
+                return memory.reserveSlot(length);
+            } catch (TierFullException full) {
+                if (!evictOne(memory.id(), length)) {
+                    throw full;
+                }
+            }
+        }
+    }
+
+    /**
+     * Makes a reservation's written slots visible: each slot's CRC32C is taken from the bytes in place
+     * and, where the writer sent one in {@code expectedCrc32c}, must equal it; then the slot becomes the
+     * block's copy exactly as a put would (a block stored meanwhile by someone else keeps its copy and the
+     * slot is returned).
+     *
+     * @throws UnknownReservationException when the reservation was committed, cancelled or expired
+     */
+    public CommitReport commit(String reservationId, Map<BlockKey, Integer> expectedCrc32c) {
+        Reservation r = reservations.remove(reservationId);
+        if (r == null) {
+            throw new UnknownReservationException(reservationId);
+        }
+        MemoryTier memory = (MemoryTier) tiers.get(r.tier());
+        List<BlockKey> committed = new ArrayList<>();
+        List<BlockKey> already = new ArrayList<>(r.alreadyStored());
+        Map<BlockKey, String> failed = new java.util.LinkedHashMap<>();
+        for (Reservation.Slot slot : r.slots()) {
+            InPlaceBlock b = slot.block();
+            int crc = Checksums.crc32c(memory.slot(slot.offset(), b.length()));
+            Integer expected = expectedCrc32c.get(b.key());
+            if (expected != null && expected != crc) {
+                memory.releaseSlot(slot.offset(), b.length());
+                failed.put(b.key(), String.format("its bytes have CRC32C %08x, not the %08x the writer sent: the WRITE "
+                        + "did not land whole", crc, expected));
+                continue;
+            }
+            boolean[] adopted = {false};
+            try {
+                Stored stored = store(b.key(), b.parent(), b.length(), crc, memory, (entry, record) -> {
+                    if (adopted[0]) {
+                        throw new IllegalStateException("block " + b.key() + " was deleted while it was being committed");
+                    }
+                    awaitOldCopyFreed(memory, entry, b.key());
+                    if (!memory.adopt(record, slot.offset())) {
+                        throw new IllegalStateException("tier " + r.tier() + " already holds a copy of " + b.key());
+                    }
+                    adopted[0] = true;
+                });
+                if (stored.copied()) {
+                    committed.add(b.key());
+                } else {
+                    memory.releaseSlot(slot.offset(), b.length());
+                    already.add(b.key());
+                }
+            } catch (IOException | RuntimeException e) {
+                if (!adopted[0]) {
+                    memory.releaseSlot(slot.offset(), b.length());
+                }
+                failed.put(b.key(), e.getMessage());
+            }
+        }
+        return new CommitReport(committed, already, failed);
+    }
+
+    /** Returns an uncommitted reservation's slots to the pool; false when it is unknown. */
+    public boolean cancel(String reservationId) {
+        Reservation r = reservations.remove(reservationId);
+        if (r == null) {
+            return false;
+        }
+        MemoryTier memory = (MemoryTier) tiers.get(r.tier());
+        for (Reservation.Slot slot : r.slots()) {
+            memory.releaseSlot(slot.offset(), slot.block().length());
+        }
+        return true;
+    }
+
+    public int activeReservations() {
+        return reservations.size();
     }
 
     // ---- administration -----------------------------------------------------------------------

@@ -147,6 +147,46 @@ public final class MemoryTier implements BlockTier {
         return view;
     }
 
+    /**
+     * Takes a free slot for a block of {@code length} bytes that a peer will write in place (one-sided);
+     * the slot counts as used but no reader sees it until {@link #adopt}.
+     *
+     * @return the slot's offset within {@link #region()}
+     * @throws TierFullException when no slot of that size is free
+     */
+    public long reserveSlot(int length) throws TierFullException {
+        if (length <= 0) {
+            throw new IllegalArgumentException("block length must be positive, got " + length);
+        }
+        long slotSize = SlabAllocator.slotSizeFor(length);
+        long offset = slabs.allocate(slotSize);
+        if (offset < 0) {
+            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes to reserve ("
+                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
+        }
+        return offset;
+    }
+
+    /** Returns a slot taken by {@link #reserveSlot} that was never adopted. */
+    public void releaseSlot(long offset, int length) {
+        slabs.free(offset, SlabAllocator.slotSizeFor(length));
+    }
+
+    /** The first {@code length} bytes of the slot at {@code offset}, in place. */
+    public MemorySegment slot(long offset, int length) {
+        return region.segment().asSlice(offset, length);
+    }
+
+    /**
+     * Makes a reserved slot, already written and checksummed by the caller into {@code record}, hold that
+     * block: from now on it is read, verified and freed like any other.
+     *
+     * @return false when the tier already holds the key (the slot stays the caller's to release)
+     */
+    public boolean adopt(BlockRecord record, long offset) {
+        return blocks.putIfAbsent(record.key(), new Resident(record, offset, SlabAllocator.slotSizeFor(record.length()))) == null;
+    }
+
     /** The block's slot offset within {@link #region()}, or -1 when absent. */
     public long offsetOf(BlockKey key) {
         Resident r = blocks.get(key);

@@ -1,0 +1,17 @@
+package io.kvstore.engine;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+
+/** A block a peer is about to write in place: its key, its parent's hash (null for a first block) and its length. */
+public record InPlaceBlock(BlockKey key, BlockHash parent, int length) {
+
+    public InPlaceBlock {
+        if (key == null) {
+            throw new IllegalArgumentException("block key is required");
+        }
+        if (length <= 0) {
+            throw new IllegalArgumentException("block " + key + " has length " + length + "; it must be positive");
+        }
+    }
+}

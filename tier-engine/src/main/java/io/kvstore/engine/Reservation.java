@@ -1,0 +1,23 @@
+package io.kvstore.engine;
+
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.tier.TierId;
+import java.time.Instant;
+import java.util.List;
+
+/**
+ * Slots of a memory tier set aside for blocks a peer writes one-sided, invisible to readers until
+ * committed. Blocks that were already resident when the reservation was made get no slot and are
+ * listed in {@code alreadyStored}, so the peer skips them.
+ */
+public record Reservation(String id, TierId tier, List<Slot> slots, List<BlockKey> alreadyStored, Instant expiresAt) {
+
+    /** One reserved slot: {@code offset} bytes into the tier's registered region. */
+    public record Slot(InPlaceBlock block, long offset) {
+    }
+
+    public Reservation {
+        slots = List.copyOf(slots);
+        alreadyStored = List.copyOf(alreadyStored);
+    }
+}

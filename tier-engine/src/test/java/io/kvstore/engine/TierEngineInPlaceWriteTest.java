@@ -1,0 +1,183 @@
+package io.kvstore.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.kvstore.catalog.BlockHash;
+import io.kvstore.catalog.BlockKey;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.Checksums;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One-sided writes: slots reserved in a memory tier, written in place (here by the test, standing in for
+ * a peer's RMA WRITE into the registered region), then committed.
+ */
+class TierEngineInPlaceWriteTest {
+
+    private static final int BLOCK = 16 * 1024;
+
+    private final Arena arena = Arena.ofShared();
+    private MemoryTier dram;
+    private TierEngine engine;
+
+    private TierEngine engine(int blocks, Duration leaseTimeout) {
+        dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), (long) blocks * BLOCK, BLOCK);
+        engine = new TierEngine(List.of(dram), Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
+                leaseTimeout, EngineEvents.NONE, Clock.systemUTC());
+        return engine;
+    }
+
+    @AfterEach
+    void close() {
+        if (engine != null) {
+            engine.close();
+        }
+        arena.close();
+    }
+
+    private static List<InPlaceBlock> chain(int from, int count) {
+        List<InPlaceBlock> blocks = new ArrayList<>();
+        for (int i = from; i < from + count; i++) {
+            blocks.add(new InPlaceBlock(TestBlocks.key("ns", i), i == 0 ? null : BlockHash.ofLong(i - 1), BLOCK));
+        }
+        return blocks;
+    }
+
+    /** What a peer does: WRITE each block's bytes into its slot; returns the CRC32C of each as it would send. */
+    private Map<BlockKey, Integer> writeSlots(Reservation r) {
+        Map<BlockKey, Integer> crcs = new HashMap<>();
+        for (Reservation.Slot slot : r.slots()) {
+            long id = slot.block().key().hash().hex().hashCode();
+            MemorySegment bytes = TestBlocks.bytes(arena, id, BLOCK);
+            MemorySegment.copy(bytes, 0, dram.region(), slot.offset(), BLOCK);
+            crcs.put(slot.block().key(), Checksums.crc32c(bytes));
+        }
+        return crcs;
+    }
+
+    private static List<BlockHash> hashes(int count) {
+        List<BlockHash> hashes = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            hashes.add(BlockHash.ofLong(i));
+        }
+        return hashes;
+    }
+
+    @Test
+    void reservedSlotsStayInvisibleUntilCommittedThenReadBackExact() throws Exception {
+        engine(16, Duration.ofSeconds(30));
+        Reservation r = engine.reserve(chain(0, 4), TierId.DRAM, null);
+        assertThat(r.slots()).hasSize(4);
+        assertThat(r.slots()).extracting(Reservation.Slot::offset).doesNotHaveDuplicates();
+        assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
+        Map<BlockKey, Integer> crcs = writeSlots(r);
+        assertThat(engine.lookup("ns", hashes(4)).matchedBlocks()).isZero();
+
+        CommitReport report = engine.commit(r.id(), crcs);
+
+        assertThat(report.committed()).hasSize(4);
+        assertThat(report.failed()).isEmpty();
+        assertThat(engine.lookup("ns", hashes(4)).matchedBlocks()).isEqualTo(4);
+        MemorySegment dst = arena.allocate(BLOCK);
+        for (Reservation.Slot slot : r.slots()) {
+            engine.get(slot.block().key(), dst);
+            assertThat(Checksums.crc32c(dst)).isEqualTo(crcs.get(slot.block().key()));
+            assertThat(dram.offsetOf(slot.block().key())).isEqualTo(slot.offset());
+        }
+        assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
+        assertThatThrownBy(() -> engine.commit(r.id(), Map.of())).isInstanceOf(UnknownReservationException.class);
+    }
+
+    @Test
+    void aSlotWhoseBytesDoNotMatchTheWritersChecksumIsRefusedAndFreed() throws Exception {
+        engine(16, Duration.ofSeconds(30));
+        Reservation r = engine.reserve(chain(0, 2), TierId.DRAM, null);
+        Map<BlockKey, Integer> crcs = writeSlots(r);
+        BlockKey torn = r.slots().get(1).block().key();
+        crcs.put(torn, crcs.get(torn) ^ 1);
+
+        CommitReport report = engine.commit(r.id(), crcs);
+
+        assertThat(report.committed()).containsExactly(r.slots().get(0).block().key());
+        assertThat(report.failed()).containsOnlyKeys(torn);
+        assertThat(report.failed().get(torn)).contains("did not land whole");
+        assertThat(engine.entry(torn)).isNull();
+        assertThat(dram.usedBytes()).isEqualTo(BLOCK);
+    }
+
+    @Test
+    void blocksAlreadyStoredGetNoSlot() throws Exception {
+        engine(16, Duration.ofSeconds(30));
+        engine.put(TestBlocks.key("ns", 0), null, TestBlocks.bytes(arena, 0, BLOCK));
+        Reservation r = engine.reserve(chain(0, 3), TierId.DRAM, null);
+        assertThat(r.alreadyStored()).containsExactly(TestBlocks.key("ns", 0));
+        assertThat(r.slots()).hasSize(2);
+        CommitReport report = engine.commit(r.id(), writeSlots(r));
+        assertThat(report.committed()).hasSize(2);
+        assertThat(report.alreadyStored()).containsExactly(TestBlocks.key("ns", 0));
+        assertThat(engine.lookup("ns", hashes(3)).matchedBlocks()).isEqualTo(3);
+    }
+
+    @Test
+    void uncommittedReservationsExpireAndReturnTheirSlots() throws Exception {
+        engine(16, Duration.ofMillis(100));
+        Reservation r = engine.reserve(chain(0, 5), TierId.DRAM, Duration.ofMillis(100));
+        assertThat(dram.usedBytes()).isEqualTo(5L * BLOCK);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.activeReservations() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.activeReservations()).isZero();
+        assertThat(dram.usedBytes()).isZero();
+        assertThatThrownBy(() -> engine.commit(r.id(), Map.of())).isInstanceOf(UnknownReservationException.class)
+                .hasMessageContaining("expired");
+    }
+
+    @Test
+    void aWriteThatLandsAfterItsReservationExpiredIsNeverServed() throws Exception {
+        engine(1, Duration.ofSeconds(30));
+        Reservation r = engine.reserve(chain(0, 1), TierId.DRAM, null);
+        long slot = r.slots().get(0).offset();
+        assertThat(engine.cancel(r.id())).isTrue();
+        BlockKey other = TestBlocks.key("other", 7);
+        engine.put(other, null, TestBlocks.bytes(arena, 7, BLOCK));
+        assertThat(dram.offsetOf(other)).isEqualTo(slot);
+        // the late peer's WRITE lands in the slot another block now holds
+        MemorySegment.copy(TestBlocks.bytes(arena, 99, BLOCK), 0, dram.region(), slot, BLOCK);
+
+        assertThatThrownBy(() -> engine.get(other, arena.allocate(BLOCK))).isInstanceOf(ChecksumMismatchException.class);
+        assertThat(engine.entry(other)).isNull();
+    }
+
+    @Test
+    void reservingEvictsByPolicyAndKeepsNothingWhenNoRoomCanBeMade() throws Exception {
+        engine(4, Duration.ofSeconds(30));
+        for (int i = 100; i < 104; i++) {
+            engine.put(TestBlocks.key("old", i), null, TestBlocks.bytes(arena, i, BLOCK));
+        }
+        Reservation r = engine.reserve(chain(0, 2), TierId.DRAM, null);
+        assertThat(r.slots()).hasSize(2);
+        assertThat(engine.blockCount()).isEqualTo(2);
+        engine.pin(List.of(TestBlocks.key("old", 102), TestBlocks.key("old", 103)));
+
+        assertThatThrownBy(() -> engine.reserve(chain(10, 1), TierId.DRAM, null)).isInstanceOf(TierFullException.class);
+        assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
+        assertThatThrownBy(() -> engine.reserve(List.of(chain(0, 1).get(0), chain(0, 1).get(0)), TierId.DRAM, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("twice");
+    }
+}
