@@ -3,6 +3,10 @@ package io.kvstore.service.api;
 import io.kvstore.catalog.BlockHash;
 import io.kvstore.catalog.BlockKey;
 import io.kvstore.engine.Lease;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.service.transport.TransportService;
+import io.kvstore.tier.memory.MemoryTier;
+import java.util.ArrayList;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
@@ -35,10 +39,15 @@ public class EngineController {
 
     private final BlockService blocks;
     private final NamespaceRegistry namespaces;
+    private final TransportService transport;
+    private final TierEngine engine;
 
-    public EngineController(BlockService blocks, NamespaceRegistry namespaces) {
+    public EngineController(BlockService blocks, NamespaceRegistry namespaces, TransportService transport,
+            TierEngine engine) {
         this.blocks = blocks;
         this.namespaces = namespaces;
+        this.transport = transport;
+        this.engine = engine;
     }
 
     @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE)
@@ -93,7 +102,26 @@ public class EngineController {
                 (long) result.matchedBlocks() * spec.blockSize(),
                 result.blocks().stream().map(k -> k.hash().hex()).toList(),
                 result.tiers().stream().map(TierId::name).toList(),
-                lease == null ? null : new LookupResponse.LeaseView(lease.id(), lease.expiresAt(), lease.blocks().size()));
+                lease == null ? null : new LookupResponse.LeaseView(lease.id(), lease.expiresAt(), lease.blocks().size(),
+                        transport.available() ? locations(lease) : null));
+    }
+
+    /** Read descriptors of leased blocks; the lease keeps each where it is until released or expired. */
+    private List<LookupResponse.Location> locations(Lease lease) {
+        MemoryTier tier = (MemoryTier) engine.tier(TransportService.TIER);
+        List<LookupResponse.Location> out = new ArrayList<>(lease.blocks().size());
+        for (BlockKey key : lease.blocks()) {
+            long offset = tier.offsetOf(key);
+            var entry = engine.entry(key);
+            // only a published copy: a slot still being filled by a move has an offset but no tier bit yet
+            if (offset < 0 || entry == null || !entry.residentIn(TransportService.TIER)) {
+                out.add(new LookupResponse.Location(key.hash().hex(), null, null, null, null));
+            } else {
+                out.add(new LookupResponse.Location(key.hash().hex(), TransportService.TIER.name(), transport.address(offset),
+                        entry.length(), Integer.toUnsignedLong(entry.crc32c())));
+            }
+        }
+        return out;
     }
 
     /** Stores a framed batch (see {@code BlockFrames}) streamed from the request body. */

@@ -12,7 +12,20 @@ import java.util.List;
 public record LookupResponse(String namespace, int matchedBlocks, long matchedTokens, List<String> blockHashes,
         List<String> tiers, LeaseView lease) {
 
-    /** A lease: its id (release it with {@code DELETE /v1/leases/{id}}), expiry and the blocks it holds. */
-    public record LeaseView(String id, Instant expiresAt, int blocks) {
+    /**
+     * A lease: its id (release it with {@code DELETE /v1/leases/{id}}), expiry and the blocks it holds;
+     * with the one-sided transport, where each leased block lies in the registered region, for a READ.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record LeaseView(String id, Instant expiresAt, int blocks, List<Location> locations) {
+    }
+
+    /**
+     * Where to READ a leased block in place: its address in the registered region of {@code tier}, its
+     * length, and the CRC32C its bytes must have (check it: a block is never served unverified). A block
+     * held only in a tier peers cannot reach (NVMe) has no location; fetch it over HTTP.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record Location(String hash, String tier, Long address, Integer length, Long crc32c) {
     }
 }

@@ -27,6 +27,7 @@ import org.springframework.validation.annotation.Validated;
  * @param maxRequestSize the largest request body accepted (a store batch); larger bodies get 413
  * @param tiers the storage tiers; HBM exists only when configured, DRAM always, NVMe unless disabled
  * @param nixl NIXL backend choice (the {@code DYN_KVBM_NIXL_BACKEND_*} environment wins per backend)
+ * @param transport the one-sided data plane engines READ and WRITE tier memory through
  */
 @Validated
 @ConfigurationProperties("kvstore")
@@ -36,7 +37,8 @@ public record KvStoreProperties(
         @NotNull @DefaultValue("120s") Duration leaseTimeout,
         @NotNull @DefaultValue("1GB") DataSize maxRequestSize,
         @Valid @NotNull @DefaultValue Tiers tiers,
-        @Valid @NotNull @DefaultValue Nixl nixl) {
+        @Valid @NotNull @DefaultValue Nixl nixl,
+        @Valid @NotNull @DefaultValue Transport transport) {
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
@@ -130,5 +132,16 @@ public record KvStoreProperties(
      */
     public record Nixl(@NotNull @DefaultValue Map<String, String> backends,
             @DefaultValue("false") boolean requireBackends) {
+    }
+
+    /**
+     * The one-sided data plane: the DRAM tier's memory registered with UCX so engines READ leased blocks
+     * and WRITE reserved slots without the service copying them.
+     *
+     * @param enabled false serves blocks over HTTP only; reserve answers 503
+     * @param ucxTls UCX transports for this process ({@code UCX_TLS}); empty keeps UCX's choice or the
+     *     environment's, e.g. {@code sm} on one host, {@code tcp} across hosts, {@code rc,sm} with RDMA
+     */
+    public record Transport(@DefaultValue("true") boolean enabled, @NotNull @DefaultValue("") String ucxTls) {
     }
 }

@@ -3,6 +3,7 @@ package io.kvstore.service.engine;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.service.admin.BackendProbe;
+import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
@@ -71,6 +72,11 @@ public class EngineConfiguration {
     @Bean
     BackendProbe backendProbe(KvStoreProperties properties) {
         return new BackendProbe(properties, System.getenv());
+    }
+
+    @Bean(destroyMethod = "close")
+    TransportService transportService(KvStoreProperties properties, BackendProbe backends, TierEngine engine) {
+        return new TransportService(properties, backends, engine);
     }
 
     @Bean

@@ -59,6 +59,11 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
                 e.getMessage() + "; everything left is pinned, leased or being read"));
     }
 
+    @ExceptionHandler(io.kvstore.service.transport.TransportUnavailableException.class)
+    ResponseEntity<Object> noTransport(RuntimeException e) {
+        return respond(problem(HttpStatus.SERVICE_UNAVAILABLE, "One-sided transport unavailable", e.getMessage()));
+    }
+
     @ExceptionHandler(ChecksumMismatchException.class)
     ResponseEntity<Object> corrupt(ChecksumMismatchException e) {
         log.warn("answered 500: {}", e.getMessage());

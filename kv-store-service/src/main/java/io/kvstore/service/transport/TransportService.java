@@ -1,0 +1,117 @@
+package io.kvstore.service.transport;
+
+import io.kvstore.engine.TierEngine;
+import io.kvstore.ffm.ucx.Ucp;
+import io.kvstore.service.admin.BackendProbe;
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.transfer.LocalRegion;
+import io.kvstore.transfer.MemoryKind;
+import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.ucx.UcxSettings;
+import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.util.Base64;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one-sided data plane: a UCX worker with the DRAM tier's whole memory registered, so an engine
+ * that has the worker address and the region key READs leased blocks and WRITEs reserved slots in place.
+ * Started when UCX is among the selected backends and libucp loads; otherwise every one-sided call is
+ * refused with the reason, and blocks still travel over HTTP.
+ */
+public final class TransportService implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(TransportService.class);
+
+    /** The tier whose memory peers reach: DRAM is the one tier every configuration has. */
+    public static final TierId TIER = TierId.DRAM;
+
+    private final UcxTransferEngine ucx;
+    private final LocalRegion region;
+    private final String unavailableReason;
+
+    /** A region as engines address it: the tier, its address in this process, length and packed key. */
+    public record RegionView(String tier, long address, long length, String remoteKey) {
+    }
+
+    /** What {@code GET /v1/transport} answers. */
+    public record View(String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {
+    }
+
+    public TransportService(KvStoreProperties properties, BackendProbe backends, TierEngine engine) {
+        String reason = null;
+        if (!properties.transport().enabled()) {
+            reason = "the one-sided transport is disabled (kvstore.transport.enabled=false)";
+        } else if (!backends.resolved().enabled().contains("UCX")) {
+            reason = "UCX is not among the selected backends " + backends.resolved().enabled();
+        } else if (!Ucp.isAvailable()) {
+            reason = "libucp is unavailable: " + Ucp.availability().detail();
+        }
+        UcxTransferEngine started = null;
+        LocalRegion registered = null;
+        if (reason == null) {
+            UcxSettings settings = UcxSettings.defaults();
+            if (!properties.transport().ucxTls().isBlank()) {
+                settings = settings.withTransports(properties.transport().ucxTls());
+            }
+            try {
+                MemoryTier dram = (MemoryTier) engine.tier(TIER);
+                started = UcxTransferEngine.create(settings);
+                registered = started.register(dram.region(), MemoryKind.DRAM);
+                log.info("one-sided transport: UCX worker with the {} MiB {} tier registered", dram.region().byteSize() >> 20,
+                        TIER);
+            } catch (RuntimeException e) {
+                reason = "UCX failed to start: " + e.getMessage();
+                if (started != null) {
+                    started.close();
+                }
+                started = null;
+                registered = null;
+            }
+        }
+        if (reason != null) {
+            log.info("one-sided transport unavailable: {}; blocks travel over HTTP only", reason);
+        }
+        this.ucx = started;
+        this.region = registered;
+        this.unavailableReason = reason;
+    }
+
+    public boolean available() {
+        return ucx != null;
+    }
+
+    /** @throws TransportUnavailableException with the reason when there is no one-sided transport */
+    public void requireAvailable() {
+        if (ucx == null) {
+            throw new TransportUnavailableException(unavailableReason);
+        }
+    }
+
+    public View view() {
+        if (ucx == null) {
+            return new View("UCX", false, unavailableReason, null, List.of());
+        }
+        RemoteRegion r = region.describe();
+        return new View(ucx.backend(), true, null, Base64.getEncoder().encodeToString(ucx.localAddress()),
+                List.of(new RegionView(TIER.name(), r.address(), r.length(),
+                        Base64.getEncoder().encodeToString(r.remoteKey()))));
+    }
+
+    /** The address a peer uses for {@code offset} bytes into the registered tier. */
+    public long address(long offset) {
+        requireAvailable();
+        return region.segment().address() + offset;
+    }
+
+    @Override
+    public void close() {
+        if (ucx != null) {
+            region.close();
+            ucx.close();
+        }
+    }
+}
