@@ -196,4 +196,22 @@ class EngineApiTest extends ServiceTest {
         var method = http.send("PATCH", "/v1/lookup", "application/json", "{}");
         assertThat(method.statusCode()).isEqualTo(405);
     }
+
+    @Test
+    void jsonBodiesOverTheSizeLimitAreRefusedWith413() throws Exception {
+        declare("big");
+        String huge = "{\"namespace\":\"big\",\"tokenIds\":[" + "1,".repeat(600_000) + "1]}";
+        var declared = http.json("POST", "/v1/lookup", huge);
+        assertThat(declared.statusCode()).isEqualTo(413);
+        assertThat(declared.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(declared.body()).contains("max-request-size");
+        // chunked, with no length declared: cut off while it is read
+        var chunked = Http.CLIENT.send(java.net.http.HttpRequest.newBuilder(
+                java.net.URI.create("http://127.0.0.1:" + port + "/v1/lookup")).header("Content-Type", "application/json")
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofInputStream(
+                        () -> new java.io.ByteArrayInputStream(huge.getBytes(java.nio.charset.StandardCharsets.UTF_8))))
+                .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(chunked.statusCode()).isEqualTo(413);
+        assertThat(chunked.body()).contains("max-request-size");
+    }
 }

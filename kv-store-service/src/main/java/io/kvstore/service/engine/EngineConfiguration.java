@@ -5,6 +5,7 @@ import io.kvstore.engine.TierSettings;
 import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.BodySizeLimitFilter;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
@@ -72,6 +73,11 @@ public class EngineConfiguration {
     @Bean
     BackendProbe backendProbe(KvStoreProperties properties) {
         return new BackendProbe(properties, System.getenv());
+    }
+
+    @Bean
+    BodySizeLimitFilter bodySizeLimitFilter(KvStoreProperties properties) {
+        return new BodySizeLimitFilter(properties.maxRequestSize().toBytes());
     }
 
     @Bean(destroyMethod = "close")

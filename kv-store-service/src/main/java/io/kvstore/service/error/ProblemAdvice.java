@@ -86,6 +86,11 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     @Override
     protected @Nullable ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex,
             HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+        for (Throwable t = ex; t != null; t = t.getCause()) {
+            if (t instanceof PayloadTooLargeException tooLarge) {
+                return tooLarge(tooLarge);
+            }
+        }
         ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "Malformed request body", "the body is not valid JSON");
         if (ex.getCause() instanceof JacksonException jackson) {
             String field = jackson.getPath().stream()

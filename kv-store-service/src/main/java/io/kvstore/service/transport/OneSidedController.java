@@ -9,6 +9,7 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
+import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import java.io.IOException;
@@ -43,13 +44,15 @@ public class OneSidedController {
     private final TierEngine engine;
     private final NamespaceRegistry namespaces;
     private final BlockService blocks;
+    private final EngineMetrics metrics;
 
     public OneSidedController(TransportService transport, TierEngine engine, NamespaceRegistry namespaces,
-            BlockService blocks) {
+            BlockService blocks, EngineMetrics metrics) {
         this.transport = transport;
         this.engine = engine;
         this.namespaces = namespaces;
         this.blocks = blocks;
+        this.metrics = metrics;
     }
 
     /** One block to reserve: its hash and its parent's (absent for a prompt's first block). */
@@ -147,10 +150,16 @@ public class OneSidedController {
             }
         }
         CommitReport report;
+        long start = System.nanoTime();
         try {
             report = engine.commit(request.reservationId(), crcs);
         } catch (io.kvstore.engine.UnknownReservationException e) {
             throw new NotFoundException(e.getMessage());
+        }
+        if (!report.committed().isEmpty()) {
+            // bytes engines wrote in place, counted when they become blocks (the WRITE itself is one-sided)
+            metrics.transfer("ENGINE", TransportService.TIER.name(), "UCX",
+                    (long) report.committed().size() * spec.blockBytes(), System.nanoTime() - start);
         }
         List<Failure> failed = new ArrayList<>();
         report.failed().forEach((key, reason) -> failed.add(new Failure(key.hash().hex(), reason)));
