@@ -135,8 +135,13 @@ public final class TierEngine implements AutoCloseable {
     /** The longest cached prefix of {@code hashes} in {@code namespace}, with each block's fastest tier. */
     public LookupResult lookup(String namespace, List<BlockHash> hashes) {
         LookupResult result = catalog.lookup(namespace, hashes);
-        for (int i = 0; i < result.matchedBlocks(); i++) {
-            policies.get(result.tiers().get(i)).recordAccess(result.blocks().get(i));
+        // one policy call per run of blocks in the same tier (usually the whole prefix), not one per block
+        int runStart = 0;
+        for (int i = 1; i <= result.matchedBlocks(); i++) {
+            if (i == result.matchedBlocks() || result.tiers().get(i) != result.tiers().get(runStart)) {
+                policies.get(result.tiers().get(runStart)).recordAccesses(result.blocks().subList(runStart, i));
+                runStart = i;
+            }
         }
         return result;
     }

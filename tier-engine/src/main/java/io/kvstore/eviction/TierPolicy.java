@@ -1,6 +1,7 @@
 package io.kvstore.eviction;
 
 import io.kvstore.catalog.BlockKey;
+import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
@@ -50,6 +51,36 @@ public final class TierPolicy {
             pendingAccesses.add(key);
         } else {
             pendingCount.decrementAndGet();
+        }
+    }
+
+    /**
+     * Records an access to each of {@code keys} (a lookup's matched prefix), in order, under one lock
+     * acquisition instead of one per block; queued like single accesses when the lock is busy.
+     */
+    public void recordAccesses(List<BlockKey> keys) {
+        if (keys.isEmpty()) {
+            return;
+        }
+        if (lock.tryLock()) {
+            try {
+                drain();
+                EvictionPolicy p = policy;
+                for (BlockKey key : keys) {
+                    p.onAccess(key);
+                }
+            } finally {
+                lock.unlock();
+            }
+        } else {
+            for (BlockKey key : keys) {
+                if (pendingCount.incrementAndGet() <= ACCESS_BUFFER_LIMIT) {
+                    pendingAccesses.add(key);
+                } else {
+                    pendingCount.decrementAndGet();
+                    return;
+                }
+            }
         }
     }
 

@@ -143,4 +143,15 @@ class EvictionPoliciesTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> EvictionPolicyKind.parse("FIFO"))
                 .hasMessageContaining("LRU, LFU, W_TINYLFU, PREFIX_AWARE");
     }
+
+    @Test
+    void aLookupsPrefixCountsAsOneAccessPerBlockInOrder() {
+        TierPolicy policy = new TierPolicy(EvictionPolicyKind.LRU, key -> null);
+        for (int i = 1; i <= 5; i++) {
+            policy.onInsert(k(i), null);
+        }
+        policy.recordAccesses(java.util.List.of(k(1), k(2), k(3)));
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(4));
+        assertThat(policy.nextVictim(key -> !key.equals(k(4)) && !key.equals(k(5)))).isEqualTo(k(1));
+    }
 }

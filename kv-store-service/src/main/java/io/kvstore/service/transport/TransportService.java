@@ -38,6 +38,7 @@ public final class TransportService implements AutoCloseable {
     }
 
     /** What {@code GET /v1/transport} answers. */
+    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
     public record View(String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {
     }
 
