@@ -988,32 +988,80 @@ public final class TierEngine implements AutoCloseable {
                         + "did not land whole", crc, expected));
                 continue;
             }
-            boolean[] adopted = {false};
             try {
-                Stored stored = store(b.key(), b.parent(), b.length(), crc, memory, (entry, record) -> {
-                    if (adopted[0]) {
-                        throw new IllegalStateException("block " + b.key() + " was deleted while it was being committed");
-                    }
-                    awaitOldCopyFreed(memory, entry, b.key());
-                    if (!memory.adopt(record, slot.offset())) {
-                        throw new IllegalStateException("tier " + r.tier() + " already holds a copy of " + b.key());
-                    }
-                    adopted[0] = true;
-                });
-                if (stored.copied()) {
+                if (publishSlot(memory, b, slot.offset(), crc).copied()) {
                     committed.add(b.key());
                 } else {
-                    memory.releaseSlot(slot.offset(), b.length());
                     already.add(b.key());
                 }
             } catch (IOException | RuntimeException e) {
-                if (!adopted[0]) {
-                    memory.releaseSlot(slot.offset(), b.length());
-                }
                 failed.put(b.key(), e.getMessage());
             }
         }
         return new CommitReport(committed, already, failed);
+    }
+
+    /**
+     * Makes a reserved, filled slot the block's copy through the same path as a put. The slot is freed
+     * here whenever it does not become the copy (already stored by someone else, or a failure).
+     */
+    private Stored publishSlot(MemoryTier memory, InPlaceBlock b, long offset, int crc) throws IOException {
+        boolean[] adopted = {false};
+        Stored stored;
+        try {
+            stored = store(b.key(), b.parent(), b.length(), crc, memory, (entry, record) -> {
+                if (adopted[0]) {
+                    throw new IllegalStateException("block " + b.key() + " was deleted while it was being committed");
+                }
+                awaitOldCopyFreed(memory, entry, b.key());
+                if (!memory.adopt(record, offset)) {
+                    throw new IllegalStateException("tier " + memory.id() + " already holds a copy of " + b.key());
+                }
+                adopted[0] = true;
+            });
+        } catch (IOException | RuntimeException e) {
+            if (!adopted[0]) {
+                memory.releaseSlot(offset, b.length());
+            }
+            throw e;
+        }
+        if (!stored.copied()) {
+            memory.releaseSlot(offset, b.length());
+        }
+        return stored;
+    }
+
+    /** Writes a block's bytes into the slot it is given, e.g. straight from a socket. */
+    @FunctionalInterface
+    public interface SlotFiller {
+        void fill(MemorySegment slot) throws IOException;
+    }
+
+    /**
+     * Stores a block whose bytes {@code filler} writes straight into a free slot of the fastest tier, saving
+     * the copy {@link #put} makes; the slot is then checksummed and published exactly as a put would. A key
+     * already resident is filled into {@code scratch} instead and must have the same bytes.
+     *
+     * @param scratch at least {@code length} bytes, used only when the block is already stored
+     * @throws IllegalArgumentException when the key is already stored with other bytes
+     */
+    public TierId putInPlace(BlockKey key, BlockHash parent, int length, SlotFiller filler, MemorySegment scratch)
+            throws IOException {
+        CatalogEntry existing = catalog.get(key);
+        if (!(tiers.firstEntry().getValue() instanceof MemoryTier memory) || (existing != null && existing.resident())) {
+            MemorySegment bytes = scratch.asSlice(0, length);
+            filler.fill(bytes);
+            return put(key, parent, bytes);
+        }
+        long offset = reserveWithRoom(memory, length);
+        try {
+            filler.fill(memory.slot(offset, length));
+        } catch (IOException | RuntimeException e) {
+            memory.releaseSlot(offset, length);
+            throw e;
+        }
+        int crc = Checksums.crc32c(memory.slot(offset, length));
+        return publishSlot(memory, new InPlaceBlock(key, parent, length), offset, crc).tier();
     }
 
     /** Returns an uncommitted reservation's slots to the pool; false when it is unknown. */

@@ -180,4 +180,41 @@ class TierEngineInPlaceWriteTest {
         assertThatThrownBy(() -> engine.reserve(List.of(chain(0, 1).get(0), chain(0, 1).get(0)), TierId.DRAM, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("twice");
     }
+
+    @Test
+    void putInPlaceFillsAFreeSlotAndPublishesItLikeAPut() throws Exception {
+        engine(8, Duration.ofSeconds(30));
+        MemorySegment scratch = arena.allocate(BLOCK);
+        MemorySegment bytes = TestBlocks.bytes(arena, 5, BLOCK);
+        BlockKey key = TestBlocks.key("ns", 5);
+        assertThat(engine.putInPlace(key, null, BLOCK, slot -> MemorySegment.copy(bytes, 0, slot, 0, BLOCK), scratch))
+                .isEqualTo(TierId.DRAM);
+        assertThat(scratch.mismatch(bytes)).as("the scratch buffer is not used for a new block").isNotEqualTo(-1);
+        MemorySegment dst = arena.allocate(BLOCK);
+        engine.get(key, dst);
+        assertThat(dst.mismatch(bytes)).isEqualTo(-1);
+        assertThat(engine.entry(key).crc32c()).isEqualTo(Checksums.crc32c(bytes));
+
+        // again with the same bytes: a no-op; with other bytes: refused, nothing changes
+        assertThat(engine.putInPlace(key, null, BLOCK, slot -> MemorySegment.copy(bytes, 0, slot, 0, BLOCK), scratch))
+                .isEqualTo(TierId.DRAM);
+        MemorySegment other = TestBlocks.bytes(arena, 6, BLOCK);
+        assertThatThrownBy(() -> engine.putInPlace(key, null, BLOCK,
+                slot -> MemorySegment.copy(other, 0, slot, 0, BLOCK), scratch))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("different bytes");
+        assertThat(dram.usedBytes()).isEqualTo(BLOCK);
+        engine.get(key, dst);
+        assertThat(dst.mismatch(bytes)).isEqualTo(-1);
+    }
+
+    @Test
+    void aFillThatFailsReturnsItsSlotAndStoresNothing() throws Exception {
+        engine(8, Duration.ofSeconds(30));
+        BlockKey key = TestBlocks.key("ns", 9);
+        assertThatThrownBy(() -> engine.putInPlace(key, null, BLOCK, slot -> {
+            throw new java.io.IOException("the client went away");
+        }, arena.allocate(BLOCK))).hasMessage("the client went away");
+        assertThat(dram.usedBytes()).isZero();
+        assertThat(engine.entry(key)).isNull();
+    }
 }

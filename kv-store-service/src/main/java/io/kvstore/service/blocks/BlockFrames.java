@@ -6,6 +6,8 @@ import io.kvstore.service.error.PayloadTooLargeException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -91,6 +93,18 @@ public final class BlockFrames {
             long size = dst.byteSize();
             count(size);
             long done = 0;
+            if (in instanceof ServletInputStream servlet) {
+                // straight from the connector's buffer into off-heap memory (Servlet 6.1), no heap chunk between
+                // (only the returned count is trusted: Tomcat leaves the buffer flipped after a read)
+                while (done < size) {
+                    int n = servlet.read(dst.asSlice(done).asByteBuffer());
+                    if (n < 0) {
+                        throw invalid("the body ends after " + done + " of the block's " + size + " bytes");
+                    }
+                    done += n;
+                }
+                return;
+            }
             while (done < size) {
                 int n = in.read(chunk, 0, (int) Math.min(chunk.length, size - done));
                 if (n < 0) {
@@ -155,6 +169,11 @@ public final class BlockFrames {
             out.write(length >>> 16);
             out.write(length >>> 8);
             out.write(length);
+            if (out instanceof ServletOutputStream servlet) {
+                // off-heap block straight into the connector's buffer (Servlet 6.1), no heap chunk between
+                servlet.write(bytes.asByteBuffer());
+                return;
+            }
             long size = bytes.byteSize();
             for (long done = 0; done < size; ) {
                 int n = (int) Math.min(chunk.length, size - done);

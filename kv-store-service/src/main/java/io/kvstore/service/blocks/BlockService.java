@@ -130,10 +130,11 @@ public class BlockService {
             BlockFrames.Header header;
             while ((header = reader.next(spec.hashBytes(), spec.blockBytes())) != null) {
                 long start = System.nanoTime();
-                reader.readBlock(block);
                 TierId tier;
                 try {
-                    tier = engine.put(new BlockKey(namespace, header.hash()), header.parent(), block);
+                    // the body is read straight into a free tier slot, then checksummed there
+                    tier = engine.putInPlace(new BlockKey(namespace, header.hash()), header.parent(), spec.blockBytes(),
+                            reader::readBlock, block);
                 } catch (IllegalArgumentException differentBytes) {
                     throw new ConflictException("frame " + reader.frame() + ": " + differentBytes.getMessage());
                 }

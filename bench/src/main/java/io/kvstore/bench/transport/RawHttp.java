@@ -1,0 +1,135 @@
+package io.kvstore.bench.transport;
+
+import java.io.BufferedInputStream;
+import java.io.BufferedOutputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * A minimal HTTP/1.1 client over a plain socket, kept alive, one per client thread: the HTTP side of
+ * {@link HttpLoad} on equal terms with its RESP client for Redis (the JDK's HttpClient delivers a large
+ * response through a chain of small buffers and was the bottleneck of the measurement, not the server).
+ */
+final class RawHttp implements AutoCloseable {
+
+    private static final ThreadLocal<RawHttp> LOCAL = new ThreadLocal<>();
+    private static final Queue<RawHttp> OPEN = new ConcurrentLinkedQueue<>();
+
+    /** A response whose body is still on the socket; {@link #body} must be read to the end before the next request. */
+    record Response(int status, long length, InputStream body) {
+    }
+
+    private final String host;
+    private final Socket socket;
+    private final OutputStream out;
+    private final InputStream in;
+
+    private RawHttp(URI base) throws IOException {
+        host = base.getHost() + ":" + base.getPort();
+        socket = new Socket();
+        socket.setTcpNoDelay(true);
+        socket.setReceiveBufferSize(1 << 20);
+        socket.setSendBufferSize(1 << 20);
+        socket.connect(new InetSocketAddress(base.getHost(), base.getPort()));
+        out = new BufferedOutputStream(socket.getOutputStream(), 64 * 1024);
+        in = new BufferedInputStream(socket.getInputStream(), 256 * 1024);
+    }
+
+    /** This thread's connection to {@code base}, opened on first use and kept until {@link #closeAll}. */
+    static RawHttp local(String base) throws IOException {
+        RawHttp c = LOCAL.get();
+        if (c == null || c.socket.isClosed()) {
+            c = new RawHttp(URI.create(base));
+            LOCAL.set(c);
+            OPEN.add(c);
+        }
+        return c;
+    }
+
+    static void closeAll() {
+        RawHttp c;
+        while ((c = OPEN.poll()) != null) {
+            c.close();
+        }
+    }
+
+    /** Sends a request whose body is {@code parts} back to back (none for no body) and reads the response head. */
+    Response send(String method, String path, String contentType, List<byte[]> parts) throws IOException {
+        long length = 0;
+        for (byte[] p : parts) {
+            length += p.length;
+        }
+        StringBuilder head = new StringBuilder(method).append(' ').append(path).append(" HTTP/1.1\r\nHost: ").append(host)
+                .append("\r\nContent-Length: ").append(length).append("\r\n");
+        if (contentType != null) {
+            head.append("Content-Type: ").append(contentType).append("\r\n");
+        }
+        out.write(head.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
+        for (byte[] p : parts) {
+            out.write(p);
+        }
+        out.flush();
+        String status = line();
+        int code = Integer.parseInt(status.substring(9, 12));
+        long contentLength = -1;
+        boolean chunked = false;
+        String h;
+        while (!(h = line()).isEmpty()) {
+            String lower = h.toLowerCase();
+            if (lower.startsWith("content-length:")) {
+                contentLength = Long.parseLong(h.substring(15).trim());
+            } else if (lower.startsWith("transfer-encoding:") && lower.contains("chunked")) {
+                chunked = true;
+            }
+        }
+        if (chunked) {
+            ByteArrayOutputStream body = new ByteArrayOutputStream();
+            int size;
+            while ((size = Integer.parseInt(line().trim(), 16)) > 0) {
+                body.write(in.readNBytes(size));
+                line();
+            }
+            line();
+            byte[] b = body.toByteArray();
+            return new Response(code, b.length, new java.io.ByteArrayInputStream(b));
+        }
+        return new Response(code, contentLength, in);
+    }
+
+    /** The whole response body as text (for JSON answers). */
+    String text(Response r) throws IOException {
+        return new String(r.body().readNBytes((int) r.length()), StandardCharsets.UTF_8);
+    }
+
+    private String line() throws IOException {
+        StringBuilder s = new StringBuilder();
+        int c;
+        while ((c = in.read()) != '\n') {
+            if (c < 0) {
+                throw new IOException("connection closed by the server");
+            }
+            if (c != '\r') {
+                s.append((char) c);
+            }
+        }
+        return s.toString();
+    }
+
+    @Override
+    public void close() {
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // closing a bench connection
+        }
+    }
+}
