@@ -474,6 +474,8 @@ public final class UcxTransferEngine implements TransferEngine {
             return;
         }
         call("deregister region", () -> {
+            r.closed = true;
+            awaitOpsOn(r);
             if (registered.remove(r.segment.address(), r)) {
                 r.memory.close();
             }
@@ -481,15 +483,46 @@ public final class UcxTransferEngine implements TransferEngine {
         });
     }
 
+    /**
+     * Before a region is unmapped, lets every operation still reading or writing it finish (a caller may
+     * close a region while another thread's request into it is in flight, or right after a request failed
+     * part-way): unmapping under UCX would make it copy into freed memory and crash the process. Past the
+     * deadline the peers concerned are disconnected by force, which cancels their operations.
+     */
+    private void awaitOpsOn(Registration r) {
+        long deadline = System.nanoTime() + Math.min(settings.requestTimeout().toNanos(), TimeUnit.SECONDS.toNanos(20));
+        while (ops.values().stream().anyMatch(op -> op.request != null && op.request.local == r)) {
+            if (System.nanoTime() > deadline) {
+                List<UcxPeer> peers = ops.values().stream().filter(op -> op.request != null && op.request.local == r)
+                        .map(op -> op.request.peer).distinct().toList();
+                for (UcxPeer p : peers) {
+                    LOG.warn("region closed with operations to {} in flight; disconnecting that peer", p.name());
+                    p.failed = true;
+                    dropOps(p);
+                    closeEndpoint(p, true);
+                }
+                ops.values().removeIf(op -> op.request != null && op.request.local == r && op.ucxRequest == null);
+                return;
+            }
+            worker.progress();
+        }
+    }
+
     // ---------------------------------------------------------------- posting
 
     private void start(Request request, Registration local, RegionKey key, List<TransferSpan> spans) {
         UcxPeer peer = request.peer;
+        if (local.closed) {
+            request.fail(new TransferException("local region at 0x" + Long.toHexString(local.segment.address())
+                    + " was closed before the " + request.op + " could start"));
+            return;
+        }
         if (peer.closed || peer.failed) {
             request.fail(new TransferException("UCX peer " + peer.name() + " is " + (peer.failed ? "failed" : "closed")));
             return;
         }
         request.deadline = request.started + settings.requestTimeout().toNanos();
+        request.local = local;
         requests.add(request);
         try {
             UcpRemoteKey rkey = peer.path() == UcxPath.RMA ? peer.rkey(key.packedRkey()) : null;
@@ -852,6 +885,8 @@ public final class UcxTransferEngine implements TransferEngine {
         long deadline;
         int pending;
         boolean posted;
+        /** The local region the request reads or writes, set when it starts. */
+        Registration local;
 
         Request(TransferOp op, UcxPeer peer, long bytes, int transfers, long started) {
             this.op = op;
@@ -877,6 +912,8 @@ public final class UcxTransferEngine implements TransferEngine {
         final UcpMemory memory;
         final MemorySegment segment;
         private final byte[] key;
+        /** Set on the progress thread when the region starts closing; no new request may use it. */
+        boolean closed;
 
         Registration(UcpMemory memory, MemorySegment segment) {
             this.memory = memory;

@@ -191,4 +191,43 @@ class UcxTransferEngineTest {
         assertThatThrownBy(() -> a.register(arena.allocate(4096), MemoryKind.VRAM))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("VRAM");
     }
+
+    /**
+     * A caller that closes its region while a request into it is still in flight (another thread's, or one
+     * that failed part-way) must not make UCX copy into unmapped memory: the close waits for the operations
+     * on that region, and the process lives on to make the next transfer.
+     */
+    @Test
+    void closingARegionWithATransferInFlightWaitsInsteadOfCrashing() throws Exception {
+        // over tcp the READ is active messages answered by the peer: truly in flight when the close comes
+        UcxTransferEngine a = engine("tcp");
+        UcxTransferEngine b = engine("tcp");
+        LocalRegion theirs = b.allocate(256L << 20);
+        closeables.add(theirs);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        LocalRegion doomed = a.allocate(256L << 20);
+        List<TransferSpan> spans = new ArrayList<>();
+        for (long i = 0; i < 128; i++) {
+            spans.add(new TransferSpan(i * (2 << 20), (127 - i) * (2 << 20), 2 << 20));
+        }
+        var inFlight = a.post(TransferOp.READ, doomed, peer, theirs.describe(), spans);
+        doomed.close();
+        assertThat(inFlight).succeedsWithin(Duration.ofSeconds(30));
+
+        LocalRegion next = region(a, 5);
+        assertThat(a.post(TransferOp.READ, next, peer, theirs.describe(), reversed()).get(60, TimeUnit.SECONDS).bytes())
+                .isEqualTo(BLOCK * BLOCKS);
+    }
+
+    @Test
+    void aTransferPostedOnAClosedRegionFailsClearly() throws Exception {
+        UcxTransferEngine a = engine("sm");
+        UcxTransferEngine b = engine("sm");
+        LocalRegion theirs = region(b, 2);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        LocalRegion closed = a.allocate(BLOCK * BLOCKS);
+        closed.close();
+        assertThat(a.post(TransferOp.READ, closed, peer, theirs.describe(), reversed()))
+                .failsWithin(Duration.ofSeconds(10)).withThrowableThat().withMessageContaining("was closed");
+    }
 }
