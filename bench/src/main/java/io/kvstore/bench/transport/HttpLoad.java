@@ -84,7 +84,8 @@ public final class HttpLoad {
                 throw new IllegalStateException("the 2,048-block prefix is not all found: " + check.substring(0, 200));
             }
             runLookups(base, kind[0], body, 64, 2);            // warm-up
-            runLookups(base, kind[0], body, 64, seconds);
+            runLookups(base, kind[0], body, 1, seconds);       // latency unloaded
+            runLookups(base, kind[0], body, 64, seconds);      // 64 engines at once
         }
     }
 
@@ -100,7 +101,12 @@ public final class HttpLoad {
                     int n = 0;
                     while (System.nanoTime() < end && n < mine.length) {
                         long t = System.nanoTime();
-                        send("POST", base + "/v1/lookup", body);
+                        RawHttp http = RawHttp.local(base);
+                        RawHttp.Response r = http.send("POST", "/v1/lookup", "application/json", List.of(body));
+                        String answer = http.text(r);
+                        if (r.status() != 200 || answer.length() < 100) {
+                            throw new IllegalStateException("lookup answered " + r.status() + ": " + answer);
+                        }
                         mine[n++] = System.nanoTime() - t;
                     }
                     return n;
@@ -118,6 +124,7 @@ public final class HttpLoad {
             System.arraycopy(latencies.get(c), 0, all, k, n);
             k += n;
         }
+        RawHttp.closeAll();
         Arrays.sort(all);
         if (seconds > 2) {
             System.out.printf("lookup by %s, 2,048 blocks, %d clients: %.0f lookups/s, p50 %.2f ms, p99 %.2f ms (%d lookups)%n",
@@ -145,7 +152,7 @@ public final class HttpLoad {
             hashes.add(BlockHash.of(h));
         }
         for (int clients : clientCounts) {
-            String ns = "http-load-" + clients;
+            String ns = "http-load-" + clients + "-" + Long.toString(System.nanoTime(), 36);
             send("DELETE", base + "/v1/namespaces/" + ns, null);
             // 2 layers x 8 KV heads x 128 dims x fp16 x 2 (K,V) x 256 tokens = 2 MiB
             send("PUT", base + "/v1/namespaces/" + ns, """

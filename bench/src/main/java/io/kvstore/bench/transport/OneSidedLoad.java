@@ -59,7 +59,7 @@ public final class OneSidedLoad {
         int batch = Integer.parseInt(args[2]);
         int clients = Integer.parseInt(args[3]);
         String tls = args.length > 4 ? args[4] : "";
-        String ns = "onesided-load-" + clients;
+        String ns = "onesided-load-" + clients + "-" + Long.toString(System.nanoTime(), 36);
         // 2 layers x 8 KV heads x 128 dims x fp16 x 2 (K,V) x 256 tokens = 2 MiB
         send("DELETE", base + "/v1/namespaces/" + ns, null);
         send("PUT", base + "/v1/namespaces/" + ns, """

@@ -82,6 +82,7 @@ final class RawHttp implements AutoCloseable {
         int code = Integer.parseInt(status.substring(9, 12));
         long contentLength = -1;
         boolean chunked = false;
+        boolean close = false;
         String h;
         while (!(h = line()).isEmpty()) {
             String lower = h.toLowerCase();
@@ -89,6 +90,8 @@ final class RawHttp implements AutoCloseable {
                 contentLength = Long.parseLong(h.substring(15).trim());
             } else if (lower.startsWith("transfer-encoding:") && lower.contains("chunked")) {
                 chunked = true;
+            } else if (lower.startsWith("connection:") && lower.contains("close")) {
+                close = true; // Tomcat ends a keep-alive connection after maxKeepAliveRequests
             }
         }
         if (chunked) {
@@ -100,6 +103,15 @@ final class RawHttp implements AutoCloseable {
             }
             line();
             byte[] b = body.toByteArray();
+            if (close) {
+                close();
+            }
+            return new Response(code, b.length, new java.io.ByteArrayInputStream(b));
+        }
+        if (close) {
+            // the caller reads the body from the buffered stream; the socket is dropped for the next request
+            byte[] b = contentLength > 0 ? in.readNBytes((int) contentLength) : new byte[0];
+            close();
             return new Response(code, b.length, new java.io.ByteArrayInputStream(b));
         }
         return new Response(code, contentLength, in);
@@ -107,6 +119,9 @@ final class RawHttp implements AutoCloseable {
 
     /** The whole response body as text (for JSON answers). */
     String text(Response r) throws IOException {
+        if (r.length() <= 0) {
+            return ""; // 204, or an empty body
+        }
         return new String(r.body().readNBytes((int) r.length()), StandardCharsets.UTF_8);
     }
 
