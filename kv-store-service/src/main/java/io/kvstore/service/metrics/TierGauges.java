@@ -3,6 +3,7 @@ package io.kvstore.service.metrics;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierStats;
 import io.kvstore.tier.TierId;
+import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
@@ -26,6 +27,31 @@ public final class TierGauges implements MeterBinder {
         }
         Gauge.builder("kvstore.leases.active", engine, TierEngine::activeLeases)
                 .description("Leases not yet released or expired").register(registry);
+        registerEventCountersAtZero(registry);
+    }
+
+    /**
+     * The event counters a dashboard graphs exist from start-up at zero, per tier and per pair of adjacent
+     * tiers, so "no checksum failures" reads as 0 rather than as a missing series. Counters that appear
+     * later (another policy after a switch, a new transfer route) are created on their first event.
+     */
+    private void registerEventCountersAtZero(MeterRegistry registry) {
+        TierId above = null;
+        for (TierId tier : engine.tierIds()) {
+            Counter.builder("kvstore.lookup.hit.blocks").tag("tier", tier.name())
+                    .description("Blocks of matched prefixes, by the tier that held each").register(registry);
+            Counter.builder("kvstore.checksum.failures").tag("tier", tier.name())
+                    .description("Block copies that failed their CRC32C and were dropped").register(registry);
+            Counter.builder("kvstore.evictions").tags("tier", tier.name(), "policy", engine.settings(tier).policy().name())
+                    .description("Blocks moved out of or dropped from a tier by its policy").register(registry);
+            if (above != null) {
+                Counter.builder("kvstore.demotions").tags("from", above.name(), "to", tier.name())
+                        .description("Blocks moved down a tier").register(registry);
+                Counter.builder("kvstore.promotions").tags("from", tier.name(), "to", above.name())
+                        .description("Blocks copied up a tier on a hit").register(registry);
+            }
+            above = tier;
+        }
     }
 
     private void gauge(MeterRegistry registry, String name, String description, TierId tier,
