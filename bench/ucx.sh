@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # UCX bandwidth of kvstore's UcxTransferEngine against ucx_perftest on the same machine and transport.
 # Usage: bench/ucx.sh [seconds-per-point]   (needs ucx-utils; builds bench/target/benchmarks.jar if absent)
-# Prints a markdown table: transport, op, message size, perftest MiB/s, engine MiB/s, ratio, engine path.
+# Prints a markdown table: transport, op, message size, perftest MiB/s, engine MiB/s, ratio, engine path; for sm
+# also a memcpy over the engine's rotating 256 MiB working set (the memory-bound ceiling of shared-memory RMA;
+# ucx_perftest reuses one cache-resident buffer up to 1 MiB) and the engine's ratio to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-2}
@@ -29,8 +31,10 @@ engine() { # tls path -> lines "op size MiB/s path"
   "$JAVA" --enable-native-access=ALL-UNNAMED -cp "$JAR" io.kvstore.bench.ucx.UcxBandwidth "$1" "$2" "$SECS" "${SIZES[@]}"
 }
 
-echo "| transport | op | size | ucx_perftest MiB/s | engine MiB/s | ratio | engine path |"
-echo "|---|---|---|---|---|---|---|"
+declare -A MEMCPY=()
+while read -r size mibs; do MEMCPY[$size]=$mibs; done < <("$JAVA" -cp "$JAR" io.kvstore.bench.ucx.MemcpyBandwidth "$SECS" "${SIZES[@]}")
+echo "| transport | op | size | ucx_perftest MiB/s | engine MiB/s | ratio | engine path | memcpy MiB/s (same working set) | engine / memcpy |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for tls in sm tcp; do
   declare -A ENG=() PATHS=()
   while read -r op size mibs path; do ENG[$op.$size]=$mibs; PATHS[$op.$size]=$path; done < <(engine $tls AUTO)
@@ -40,12 +44,17 @@ for tls in sm tcp; do
       ref=$(perftest $tls $test "$size")
       e=${ENG[$op.$size]:-0}
       ratio=$(awk -v e="$e" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", e / r; else print "n/a" }')
-      echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} |"
+      if [[ $tls == sm ]]; then
+        m=${MEMCPY[$size]}
+        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | $m | $(awk -v e="$e" -v m="$m" 'BEGIN { printf "%.2f", e / m }') |"
+      else
+        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | | |"
+      fi
     done
   done
   if [[ $tls == tcp ]]; then
     for size in "${SIZES[@]}"; do
-      echo "| tcp | am_bw (reference for the AM path) | $size | $(perftest tcp ucp_am_bw "$size") | | | |"
+      echo "| tcp | am_bw (reference for the AM path) | $size | $(perftest tcp ucp_am_bw "$size") | | | | | |"
     done
   fi
   unset ENG PATHS

@@ -42,7 +42,8 @@ public class EngineConfiguration {
     }
 
     @Bean(destroyMethod = "close")
-    TierEngine tierEngine(KvStoreProperties properties, EngineMetrics metrics) throws IOException {
+    TierEngine tierEngine(KvStoreProperties properties, EngineMetrics metrics, TransportService transport)
+            throws IOException {
         List<BlockTier> tiers = new ArrayList<>();
         Map<TierId, TierSettings> settings = new EnumMap<>(TierId.class);
         try {
@@ -51,7 +52,9 @@ public class EngineConfiguration {
                 tiers.add(memoryTier(TierId.HBM, t.hbm()));
                 settings.put(TierId.HBM, settingsOf(t.hbm()));
             }
-            tiers.add(memoryTier(TierId.DRAM, t.dram()));
+            var dram = t.dram();
+            tiers.add(new MemoryTier(TierId.DRAM, transport.dramProvider(dram.provider()), dram.capacity().toBytes(),
+                    dram.slabSize().toBytes()));
             settings.put(TierId.DRAM, settingsOf(t.dram()));
             if (t.nvme().enabled()) {
                 tiers.add(new NvmeTier(nvmeConfig(properties)));
@@ -62,7 +65,9 @@ public class EngineConfiguration {
             tiers.forEach(BlockTier::close);
             throw e;
         }
-        return new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
+        TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
+        transport.attach((MemoryTier) engine.tier(TierId.DRAM));
+        return engine;
     }
 
     @Bean
@@ -81,8 +86,8 @@ public class EngineConfiguration {
     }
 
     @Bean(destroyMethod = "close")
-    TransportService transportService(KvStoreProperties properties, BackendProbe backends, TierEngine engine) {
-        return new TransportService(properties, backends, engine);
+    TransportService transportService(KvStoreProperties properties, BackendProbe backends) {
+        return new TransportService(properties, backends);
     }
 
     @Bean

@@ -1,11 +1,13 @@
 package io.kvstore.service.transport;
 
-import io.kvstore.engine.TierEngine;
 import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.memory.UcxSharedMemoryProvider;
 import io.kvstore.transfer.LocalRegion;
 import io.kvstore.transfer.MemoryKind;
 import io.kvstore.transfer.RemoteRegion;
@@ -30,8 +32,10 @@ public final class TransportService implements AutoCloseable {
     public static final TierId TIER = TierId.DRAM;
 
     private final UcxTransferEngine ucx;
-    private final LocalRegion region;
     private final String unavailableReason;
+    private UcxSharedMemoryProvider dramProvider;
+    private volatile LocalRegion region;
+    private boolean ownsRegion;
 
     /** A region as engines address it: the tier, its address in this process, length and packed key. */
     public record RegionView(String tier, long address, long length, String remoteKey) {
@@ -42,7 +46,8 @@ public final class TransportService implements AutoCloseable {
     public record View(String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {
     }
 
-    public TransportService(KvStoreProperties properties, BackendProbe backends, TierEngine engine) {
+    /** Starts the UCX worker when UCX is selected and loads; the DRAM tier is attached once it exists. */
+    public TransportService(KvStoreProperties properties, BackendProbe backends) {
         String reason = null;
         if (!properties.transport().enabled()) {
             reason = "the one-sided transport is disabled (kvstore.transport.enabled=false)";
@@ -52,48 +57,66 @@ public final class TransportService implements AutoCloseable {
             reason = "libucp is unavailable: " + Ucp.availability().detail();
         }
         UcxTransferEngine started = null;
-        LocalRegion registered = null;
         if (reason == null) {
             UcxSettings settings = UcxSettings.defaults();
             if (!properties.transport().ucxTls().isBlank()) {
                 settings = settings.withTransports(properties.transport().ucxTls());
             }
             try {
-                MemoryTier dram = (MemoryTier) engine.tier(TIER);
                 started = UcxTransferEngine.create(settings);
-                registered = started.register(dram.region(), MemoryKind.DRAM);
-                log.info("one-sided transport: UCX worker with the {} MiB {} tier registered", dram.region().byteSize() >> 20,
-                        TIER);
             } catch (RuntimeException e) {
                 reason = "UCX failed to start: " + e.getMessage();
-                if (started != null) {
-                    started.close();
-                }
-                started = null;
-                registered = null;
             }
         }
         if (reason != null) {
             log.info("one-sided transport unavailable: {}; blocks travel over HTTP only", reason);
         }
         this.ucx = started;
-        this.region = registered;
         this.unavailableReason = reason;
     }
 
+    /**
+     * The memory provider for the DRAM tier: for {@code host} with the transport on, host memory that UCX
+     * allocates as a shared segment (peers on this host then copy straight into and out of it); otherwise
+     * the provider configured.
+     */
+    public MemoryProvider dramProvider(String configured) {
+        if (ucx != null && HostMemoryProvider.NAME.equals(configured)) {
+            dramProvider = new UcxSharedMemoryProvider(ucx);
+            return dramProvider;
+        }
+        return MemoryProvider.named(configured);
+    }
+
+    /** Publishes the DRAM tier to peers: its UCX-allocated region, or its memory registered now. */
+    public void attach(MemoryTier dram) {
+        if (ucx == null) {
+            return;
+        }
+        if (dramProvider != null && dramProvider.registeredRegion() != null
+                && dramProvider.registeredRegion().segment().address() == dram.region().address()) {
+            region = dramProvider.registeredRegion();
+        } else {
+            region = ucx.register(dram.region(), MemoryKind.DRAM);
+            ownsRegion = true;
+        }
+        log.info("one-sided transport: UCX worker with the {} MiB {} tier {}", dram.region().byteSize() >> 20, TIER,
+                ownsRegion ? "registered" : "in UCX shared memory");
+    }
+
     public boolean available() {
-        return ucx != null;
+        return ucx != null && region != null;
     }
 
     /** @throws TransportUnavailableException with the reason when there is no one-sided transport */
     public void requireAvailable() {
-        if (ucx == null) {
-            throw new TransportUnavailableException(unavailableReason);
+        if (!available()) {
+            throw new TransportUnavailableException(unavailableReason == null ? "the DRAM tier is not attached" : unavailableReason);
         }
     }
 
     public View view() {
-        if (ucx == null) {
+        if (!available()) {
             return new View("UCX", false, unavailableReason, null, List.of());
         }
         RemoteRegion r = region.describe();
@@ -111,8 +134,10 @@ public final class TransportService implements AutoCloseable {
     @Override
     public void close() {
         if (ucx != null) {
-            region.close();
-            ucx.close();
+            if (ownsRegion && region != null) {
+                region.close();
+            }
+            ucx.close(); // a UCX-allocated tier region was freed with its tier, which closes first
         }
     }
 }
