@@ -199,7 +199,12 @@ public final class UcxTransferEngine implements TransferEngine {
             throw new IllegalArgumentException("peer address of " + name + " is empty");
         }
         byte[] addr = peerAddress.clone();
-        return call("connect to " + name, () -> openPeer(name, addr));
+        try {
+            return call("connect to " + name, () -> openPeer(name, addr));
+        } catch (io.kvstore.ffm.ucx.UcxException e) {
+            // e.g. a peer that died: UCX times the endpoint out during wire-up
+            throw new TransferException("UCX connect to " + name + " failed: " + e.getMessage(), e);
+        }
     }
 
     @Override

@@ -174,4 +174,59 @@ class UcxTwoProcessTest {
             }
         }
     }
+
+    /**
+     * Over shared memory UCX 1.13 has no peer-failure detection (the endpoint runs without it, see the
+     * engine's Javadoc): a READ from a peer killed mid-transfer copies from a segment this process still has
+     * mapped. What must hold: the request ends (done or failed) well within its deadline, nothing hangs or
+     * crashes, a new connection to the dead peer fails within the connect time-out, and the engine goes on
+     * serving a live peer.
+     */
+    @Test
+    void peerKilledMidTransferOverSharedMemoryNeitherHangsNorCrashes() throws Exception {
+        Duration deadline = Duration.ofSeconds(30);
+        try (Arena arena = Arena.ofShared();
+                UcxTransferEngine engine = UcxTransferEngine.create(UcxSettings.defaults().withTransports("sm")
+                        .withRequestTimeout(deadline));
+                Child child = start("sm", 512, 11);
+                Child other = start("sm", 8, 12)) {
+            MemorySegment scratch = arena.allocate(MIB, 4096);
+            try (LocalRegion region = engine.allocate(512 * MIB);
+                    UcxPeer peer = engine.connect("child", child.address())) {
+                CompletableFuture<TransferResult> read = engine.post(TransferOp.READ, region, peer, child.region(),
+                        reversedBlocks(512));
+                child.process().destroyForcibly();
+                long killed = System.nanoTime();
+                try {
+                    read.get(deadline.toSeconds() + 5, TimeUnit.SECONDS);
+                    System.out.println("UCX sm: READ from a peer killed mid-transfer completed from the mapped segment");
+                } catch (ExecutionException e) {
+                    assertThat(e.getCause()).isInstanceOf(TransferException.class);
+                    System.out.println("UCX sm: READ from a killed peer failed: " + e.getCause().getMessage());
+                }
+                assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed)).isLessThan(deadline.toMillis());
+                assertThat(child.process().waitFor(10, TimeUnit.SECONDS)).isTrue();
+
+                long start = System.nanoTime();
+                try (UcxPeer again = engine.connect("dead child", child.address())) {
+                    // connecting can succeed on a stale shared-memory address; a transfer must still end
+                    var late = engine.post(TransferOp.READ, region, again, child.region(), reversedBlocks(1));
+                    try {
+                        late.get(deadline.toSeconds() + 5, TimeUnit.SECONDS);
+                    } catch (ExecutionException expected) {
+                        assertThat(expected.getCause()).isInstanceOf(TransferException.class);
+                    }
+                } catch (TransferException refused) {
+                    System.out.println("UCX sm: reconnecting to the dead peer failed: " + refused.getMessage());
+                }
+                assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).isLessThan(deadline.toSeconds() + 15);
+
+                try (UcxPeer live = engine.connect("other", other.address())) {
+                    engine.post(TransferOp.READ, region, live, other.region(), reversedBlocks(8)).get(30, TimeUnit.SECONDS);
+                    assertThat(Patterns.crc(region.segment().asSlice(0, 8 * MIB)))
+                            .isEqualTo(Patterns.expectedCrc(8, MIB, 12, i -> 7 - i, scratch));
+                }
+            }
+        }
+    }
 }
