@@ -80,6 +80,18 @@ public final class Ucp {
     /** UCP_EP_CLOSE_FLAG_FORCE. */
     public static final int EP_CLOSE_FLAG_FORCE = 1;
 
+    /** UCP_EP_PARAMS_FLAGS_CLIENT_SERVER: connect by socket address to a listener. */
+    public static final int EP_PARAMS_FLAGS_CLIENT_SERVER = 1;
+
+    /**
+     * {@code void (*ucp_listener_conn_callback_t)(ucp_conn_request_h conn_request, void *arg)}: a client asked
+     * to connect; answer with {@link UcpWorker#accept} (or let the request lapse).
+     */
+    @FunctionalInterface
+    public interface ConnHandler {
+        void requested(MemorySegment connRequest, MemorySegment arg);
+    }
+
     /** {@code void (*ucp_send_nbx_callback_t)(void *request, ucs_status_t status, void *user_data)}. */
     @FunctionalInterface
     public interface SendCallback {
@@ -113,6 +125,7 @@ public final class Ucp {
     static final FunctionDescriptor AM_CB = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
             JAVA_LONG, ADDRESS);
     static final FunctionDescriptor ERR_CB = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT);
+    static final FunctionDescriptor CONN_CB = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
 
     private Ucp() {
     }
@@ -157,6 +170,11 @@ public final class Ucp {
     /** An upcall stub for an active-message handler. */
     public static MemorySegment amHandler(AmHandler handler, Arena arena) {
         return upcall(handler, "received", AmHandler.class, AM_CB, arena);
+    }
+
+    /** An upcall stub for a listener's connection-request handler. */
+    public static MemorySegment connHandler(ConnHandler handler, Arena arena) {
+        return upcall(handler, "requested", ConnHandler.class, CONN_CB, arena);
     }
 
     /** An upcall stub for an endpoint error handler. */
@@ -247,6 +265,9 @@ public final class Ucp {
         final MethodHandle requestFree = fn("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
         final MethodHandle requestCancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         final MethodHandle getVersion = fn("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
+        final MethodHandle listenerCreate = fn("ucp_listener_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle listenerQuery = fn("ucp_listener_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle listenerDestroy = fn("ucp_listener_destroy", FunctionDescriptor.ofVoid(ADDRESS));
 
         // libc, for ucp_ep_print_info (a FILE*) and for sleeping on the worker's event descriptor.
         final MethodHandle openMemstream = libc("open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));

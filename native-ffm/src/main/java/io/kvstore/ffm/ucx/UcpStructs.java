@@ -1,6 +1,7 @@
 package io.kvstore.ffm.ucx;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
@@ -57,10 +58,28 @@ public final class UcpStructs {
             ADDRESS.withName("user_data"),
             JAVA_INT.withName("flags"),
             MemoryLayout.paddingLayout(4),
-            MemoryLayout.paddingLayout(16).withName("sockaddr"),
+            ADDRESS.withName("sockaddr_addr"),
+            JAVA_INT.withName("sockaddr_addrlen"),
+            MemoryLayout.paddingLayout(4),
             ADDRESS.withName("conn_request"),
             ADDRESS.withName("name"),
             MemoryLayout.paddingLayout(16).withName("local_sockaddr"));
+
+    /** {@code ucp_listener_params_t} (56 bytes): socket address and the connection-request handler. */
+    public static final StructLayout LISTENER_PARAMS = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            ADDRESS.withName("sockaddr_addr"),
+            JAVA_INT.withName("sockaddr_addrlen"),
+            MemoryLayout.paddingLayout(4),
+            ADDRESS.withName("accept_handler_cb"),
+            ADDRESS.withName("accept_handler_arg"),
+            ADDRESS.withName("conn_handler_cb"),
+            ADDRESS.withName("conn_handler_arg"));
+
+    /** {@code ucp_listener_attr_t} (136 bytes): the address a listener is bound to, as a sockaddr_storage. */
+    public static final StructLayout LISTENER_ATTR = MemoryLayout.structLayout(
+            JAVA_LONG.withName("field_mask"),
+            MemoryLayout.sequenceLayout(128, JAVA_BYTE).withName("sockaddr"));
 
     /** {@code ucp_request_param_t} (72 bytes). */
     public static final StructLayout REQUEST_PARAM = MemoryLayout.structLayout(

@@ -157,6 +157,72 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
+    /**
+     * {@code ucp_listener_create} on {@code address} (port 0 lets the system choose; see
+     * {@link UcpListener#port()}). Each client's connection request reaches {@code connHandlerStub} (an
+     * {@link Ucp#connHandler} stub) during {@link #progress()}, with {@code arg}.
+     */
+    public UcpListener listen(java.net.InetSocketAddress address, MemorySegment connHandlerStub, MemorySegment arg) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpStructs.LISTENER_PARAMS);
+            p.set(JAVA_LONG, 0, 0b101L); // SOCK_ADDR | CONN_HANDLER
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addr"), SocketAddresses.sockaddrIn(address, a));
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addrlen"), SocketAddresses.SOCKADDR_IN_BYTES);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "conn_handler_cb"), connHandlerStub);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "conn_handler_arg"), arg);
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_listener_create(" + address + ")", (int) Ucp.h().listenerCreate.invokeExact(handle(), p, out));
+            return new UcpListener(out.get(ADDRESS, 0));
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_ep_create} answering a listener's connection request (server side). */
+    public UcpEndpoint accept(MemorySegment connRequest, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
+            long mask = (1L << 6) | 0b10L; // CONN_REQUEST | ERR_HANDLING_MODE
+            if (errorStub.address() != 0) {
+                mask |= 0b100L;
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
+            }
+            p.set(JAVA_LONG, 0, mask);
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "conn_request"), connRequest);
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_ep_create(connection request)", (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
+            return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
+    /** {@code ucp_ep_create} to a listener at {@code address} (client side of client-server wire-up). */
+    public UcpEndpoint connect(java.net.InetSocketAddress address, int errMode, MemorySegment errorStub,
+            MemorySegment errorArg) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
+            long mask = (1L << 4) | (1L << 5) | 0b10L; // SOCK_ADDR | FLAGS | ERR_HANDLING_MODE
+            if (errorStub.address() != 0) {
+                mask |= 0b100L;
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
+                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
+            }
+            p.set(JAVA_LONG, 0, mask);
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "flags"), Ucp.EP_PARAMS_FLAGS_CLIENT_SERVER);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addr"), SocketAddresses.sockaddrIn(address, a));
+            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addrlen"), SocketAddresses.SOCKADDR_IN_BYTES);
+            MemorySegment out = a.allocate(ADDRESS);
+            UcpContext.check("ucp_ep_create(" + address + ", client-server)", (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
+            return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
+        } catch (Throwable t) {
+            throw Ucp.rethrow(t);
+        }
+    }
+
     /** A non-owning view of an endpoint UCX handed to a callback (an active message's reply endpoint). */
     public UcpEndpoint borrow(MemorySegment endpointHandle) {
         return new UcpEndpoint(this, endpointHandle, false);

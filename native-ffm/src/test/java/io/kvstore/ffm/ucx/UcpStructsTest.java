@@ -31,12 +31,20 @@ class UcpStructsTest {
         STRUCTS.put("ucp_mem_attr_t", UcpStructs.MEM_ATTR);
         STRUCTS.put("ucp_am_handler_param_t", UcpStructs.AM_HANDLER_PARAM);
         STRUCTS.put("ucp_am_recv_param_t", UcpStructs.AM_RECV_PARAM);
+        STRUCTS.put("ucp_listener_params_t", UcpStructs.LISTENER_PARAMS);
+        STRUCTS.put("ucp_listener_attr_t", UcpStructs.LISTENER_ATTR);
     }
 
     /** Java field name -> C member expression where they differ. */
     private static final Map<String, String> C_NAMES = Map.of(
             "err_handler_cb", "err_handler.cb",
-            "err_handler_arg", "err_handler.arg");
+            "err_handler_arg", "err_handler.arg",
+            "sockaddr_addr", "sockaddr.addr",
+            "sockaddr_addrlen", "sockaddr.addrlen",
+            "accept_handler_cb", "accept_handler.cb",
+            "accept_handler_arg", "accept_handler.arg",
+            "conn_handler_cb", "conn_handler.cb",
+            "conn_handler_arg", "conn_handler.arg");
 
     @Test
     void layoutsMatchTheInstalledHeaders(@TempDir Path dir) throws Exception {
@@ -74,7 +82,8 @@ class UcpStructsTest {
         assertThat(actual).isEqualTo(expected);
         assertThat(actual).containsEntry("ucp_params_t sizeof", 80L)
                 .containsEntry("ucp_ep_params_t sizeof", 104L)
-                .containsEntry("ucp_request_param_t sizeof", 72L);
+                .containsEntry("ucp_request_param_t sizeof", 72L)
+                .containsEntry("ucp_listener_params_t sizeof", 56L);
     }
 
     private static List<String> namedFields(StructLayout layout) {
