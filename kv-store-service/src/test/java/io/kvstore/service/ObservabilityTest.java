@@ -38,6 +38,8 @@ class ObservabilityTest extends ServiceTest {
         assertThat(r.statusCode()).isEqualTo(200);
         for (String path : List.of("/v1/lookup", "/v1/namespaces/{ns}", "/v1/namespaces", "/v1/namespaces/{ns}/blocks",
                 "/v1/namespaces/{ns}/blocks:fetch", "/v1/namespaces/{ns}/blocks/{hash}", "/v1/leases/{id}",
+                "/v1/transport", "/v1/namespaces/{ns}/blocks:reserve", "/v1/namespaces/{ns}/blocks:commit",
+                "/v1/reservations/{id}",
                 "/admin/tiers", "/admin/eviction-policy", "/admin/evict", "/admin/pin", "/admin/unpin", "/admin/backends")) {
             assertThat(r.body()).as(path).contains("\"" + path + "\"");
         }
