@@ -204,6 +204,14 @@ public final class CatalogEntry {
     }
 
     /**
+     * Whether the block sits in {@code tier} held only by readers or a mover, not by a pin or lease: its slot
+     * frees itself, or it becomes evictable, within moments.
+     */
+    public synchronized boolean heldBrieflyIn(TierId tier) {
+        return (tiers & bit(tier)) != 0 && pins == 0 && leases == 0 && (readers > 0 || moving > 0);
+    }
+
+    /**
      * Claims the block for moving out of {@code tier}: it must be evictable; the mover counts as a reader
      * of that tier until {@link #finishMove}.
      */

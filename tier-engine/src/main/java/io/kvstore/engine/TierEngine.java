@@ -35,6 +35,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -54,6 +55,9 @@ public final class TierEngine implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(TierEngine.class);
     private static final long READER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
+    /** How long a write into a full tier waits for readers and demotions to let go of slots. */
+    private static final long ROOM_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+    private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** Blocks demoted to NVMe per group commit. */
     private static final int DEMOTION_BATCH = 32;
 
@@ -257,16 +261,37 @@ public final class TierEngine implements AutoCloseable {
     private void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes)
             throws IOException {
         awaitOldCopyFreed(tier, entry, record.key());
+        long start = System.nanoTime();
         while (true) {
             try {
                 tier.write(record, bytes);
                 return;
             } catch (TierFullException full) {
-                if (!evictOne(tier.id(), record.length())) {
-                    throw full;
-                }
+                makeRoom(tier.id(), record.length(), full, start);
             }
         }
+    }
+
+    /**
+     * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
+     * some block is held only by a reader or an in-flight move (a demotion frees its slot within moments),
+     * waits a little so the caller can try again. Writers thus queue behind the demoter instead of failing.
+     *
+     * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
+     *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
+     */
+    private void makeRoom(TierId id, int length, TierFullException full, long startNanos) throws TierFullException {
+        if (evictOne(id, length)) {
+            return;
+        }
+        boolean transientHold = policies.get(id).nextVictim(k -> {
+            CatalogEntry e = catalog.get(k);
+            return e != null && e.heldBrieflyIn(id);
+        }) != null;
+        if (!transientHold || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
+            throw full;
+        }
+        LockSupport.parkNanos(ROOM_POLL_NANOS);
     }
 
     /** Waits until {@code tier} no longer holds a copy of the key that {@code entry} has not published. */
@@ -950,13 +975,12 @@ public final class TierEngine implements AutoCloseable {
     }
 
     private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
+        long start = System.nanoTime();
         while (true) {
             try {
                 return memory.reserveSlot(length);
             } catch (TierFullException full) {
-                if (!evictOne(memory.id(), length)) {
-                    throw full;
-                }
+                makeRoom(memory.id(), length, full, start);
             }
         }
     }

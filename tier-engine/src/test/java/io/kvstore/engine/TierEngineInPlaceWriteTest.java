@@ -182,6 +182,60 @@ class TierEngineInPlaceWriteTest {
     }
 
     @Test
+    void aPutIntoAFullTierWaitsForAReaderToLetGoInsteadOfFailing() throws Exception {
+        writeWaitsForTheReaderOfTheLastEvictableBlock(() -> {
+            assertThat(engine.put(TestBlocks.key("new", 1), null, TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(TierId.DRAM);
+            MemorySegment dst = arena.allocate(BLOCK);
+            engine.get(TestBlocks.key("new", 1), dst);
+            assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
+            return null;
+        });
+    }
+
+    @Test
+    void aReservationInAFullTierWaitsForAReaderToLetGoInsteadOfFailing() throws Exception {
+        writeWaitsForTheReaderOfTheLastEvictableBlock(() -> {
+            Reservation r = engine.reserve(chain(20, 1), TierId.DRAM, null);
+            assertThat(r.slots()).hasSize(1);
+            return null;
+        });
+    }
+
+    /**
+     * Fills a four-slot tier, pins three blocks and holds a reader on the fourth; {@code write} must then
+     * wait (not fail with a full tier) and succeed once the reader lets go, evicting that block.
+     */
+    private void writeWaitsForTheReaderOfTheLastEvictableBlock(java.util.concurrent.Callable<Void> write) throws Exception {
+        engine(4, Duration.ofSeconds(30));
+        for (int i = 100; i < 104; i++) {
+            engine.put(TestBlocks.key("old", i), null, TestBlocks.bytes(arena, i, BLOCK));
+        }
+        engine.pin(List.of(TestBlocks.key("old", 100), TestBlocks.key("old", 101), TestBlocks.key("old", 102)));
+        var reading = new java.util.concurrent.CountDownLatch(1);
+        var letGo = new java.util.concurrent.CountDownLatch(1);
+        try (var pool = java.util.concurrent.Executors.newVirtualThreadPerTaskExecutor()) {
+            var reader = pool.submit(() -> engine.read(TestBlocks.key("old", 103), (tier, record, bytes) -> {
+                reading.countDown();
+                try {
+                    letGo.await();
+                } catch (InterruptedException e) {
+                    throw new java.io.InterruptedIOException();
+                }
+                return record.length();
+            }));
+            reading.await();
+            var writer = pool.submit(write);
+            Thread.sleep(200);
+            assertThat(writer).as("the write waits while a reader holds the last evictable slot").isNotDone();
+            letGo.countDown();
+            assertThat(reader.get()).isEqualTo(BLOCK);
+            writer.get();
+        }
+        assertThat(engine.entry(TestBlocks.key("old", 103))).as("the block whose reader let go was evicted").isNull();
+        assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
+    }
+
+    @Test
     void putInPlaceFillsAFreeSlotAndPublishesItLikeAPut() throws Exception {
         engine(8, Duration.ofSeconds(30));
         MemorySegment scratch = arena.allocate(BLOCK);

@@ -160,10 +160,10 @@ public final class HttpLoad {
                      "hashScheme":"sha256_cbor","hashSeed":"0"}""".getBytes());
             int batches = count / batch;
             long t0 = System.nanoTime();
-            parallel(clients, batches, b -> httpStore(base, ns, hashes, data, b * batch, batch));
+            Clients.run(clients, batches, b -> httpStore(base, ns, hashes, data, b * batch, batch));
             long store = System.nanoTime() - t0;
             t0 = System.nanoTime();
-            parallel(clients, batches, b -> httpFetch(base, ns, hashes, data, b * batch, batch));
+            Clients.run(clients, batches, b -> httpFetch(base, ns, hashes, data, b * batch, batch));
             long fetch = System.nanoTime() - t0;
             RawHttp.closeAll();
             send("DELETE", base + "/v1/namespaces/" + ns, null);
@@ -172,10 +172,10 @@ public final class HttpLoad {
                 flush.command("FLUSHALL");
             }
             t0 = System.nanoTime();
-            parallel(clients, batches, b -> Redis.local(redisPort).set(hashes, data, b * batch, batch));
+            Clients.run(clients, batches, b -> Redis.local(redisPort).set(hashes, data, b * batch, batch));
             long redisSet = System.nanoTime() - t0;
             t0 = System.nanoTime();
-            parallel(clients, batches, b -> Redis.local(redisPort).getAndCompare(hashes, data, b * batch, batch));
+            Clients.run(clients, batches, b -> Redis.local(redisPort).getAndCompare(hashes, data, b * batch, batch));
             long redisGet = System.nanoTime() - t0;
             Redis.closeAll();
             double bytes = (double) batches * batch * BLOCK;
@@ -183,29 +183,6 @@ public final class HttpLoad {
                     + "Redis SET %.2f GB/s GET %.2f GB/s; ratio store %.2f fetch %.2f (%d blocks, all bytes compared)%n",
                     batch, clients, bytes / store, bytes / fetch, bytes / redisSet, bytes / redisGet,
                     (double) redisSet / store, (double) redisGet / fetch, batches * batch);
-        }
-    }
-
-    @FunctionalInterface
-    private interface Batch {
-        void run(int index) throws Exception;
-    }
-
-    private static void parallel(int clients, int batches, Batch work) throws Exception {
-        try (ExecutorService pool = Executors.newFixedThreadPool(clients)) {
-            List<Future<?>> futures = new ArrayList<>();
-            for (int c = 0; c < clients; c++) {
-                int client = c;
-                futures.add(pool.submit(() -> {
-                    for (int b = client; b < batches; b += clients) {
-                        work.run(b);
-                    }
-                    return null;
-                }));
-            }
-            for (Future<?> f : futures) {
-                f.get(10, TimeUnit.MINUTES);
-            }
         }
     }
 

@@ -15,9 +15,6 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -92,51 +89,25 @@ public final class OneSidedLoad {
                 crcs[i] = crc.getValue();
             }
             int batches = total / batch;
-            ExecutorService pool = Executors.newFixedThreadPool(clients);
-            try {
-                long t0 = System.nanoTime();
-                run(pool, batches, clients, b -> store(base, ns, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
-                long storeNanos = System.nanoTime() - t0;
-                t0 = System.nanoTime();
-                run(pool, batches, clients, b -> fetch(base, ns, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
-                long fetchNanos = System.nanoTime() - t0;
-                long mismatch = sink.segment().mismatch(source.segment());
-                if (mismatch != -1) {
-                    throw new IllegalStateException("bytes read back differ at offset " + mismatch);
-                }
-                double bytes = (double) batches * batch * BLOCK;
-                System.out.printf("ucx-%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
-                        tls.isEmpty() ? "default" : tls, clients, bytes / storeNanos, bytes / fetchNanos, batches * batch, batch,
-                        kvstore.path());
-                StringBuilder steps = new StringBuilder("  time per step, ms summed over clients:");
-                for (int i = 0; i < STEPS.length; i++) {
-                    steps.append(' ').append(STEP_NAMES[i]).append(' ').append(STEPS[i].sum() / 1_000_000);
-                }
-                System.out.println(steps);
-            } finally {
-                pool.shutdownNow();
+            long t0 = System.nanoTime();
+            Clients.run(clients, batches, b -> store(base, ns, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
+            long storeNanos = System.nanoTime() - t0;
+            t0 = System.nanoTime();
+            Clients.run(clients, batches, b -> fetch(base, ns, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
+            long fetchNanos = System.nanoTime() - t0;
+            long mismatch = sink.segment().mismatch(source.segment());
+            if (mismatch != -1) {
+                throw new IllegalStateException("bytes read back differ at offset " + mismatch);
             }
-        }
-    }
-
-    @FunctionalInterface
-    private interface Batch {
-        void run(int index) throws Exception;
-    }
-
-    private static void run(ExecutorService pool, int batches, int clients, Batch work) throws Exception {
-        List<Future<?>> futures = new ArrayList<>();
-        for (int c = 0; c < clients; c++) {
-            int client = c;
-            futures.add(pool.submit(() -> {
-                for (int b = client; b < batches; b += clients) {
-                    work.run(b);
-                }
-                return null;
-            }));
-        }
-        for (Future<?> f : futures) {
-            f.get(10, TimeUnit.MINUTES);
+            double bytes = (double) batches * batch * BLOCK;
+            System.out.printf("ucx-%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
+                    tls.isEmpty() ? "default" : tls, clients, bytes / storeNanos, bytes / fetchNanos, batches * batch, batch,
+                    kvstore.path());
+            StringBuilder steps = new StringBuilder("  time per step, ms summed over clients:");
+            for (int i = 0; i < STEPS.length; i++) {
+                steps.append(' ').append(STEP_NAMES[i]).append(' ').append(STEPS[i].sum() / 1_000_000);
+            }
+            System.out.println(steps);
         }
     }
 
