@@ -3,7 +3,8 @@
 # Usage: bench/ucx.sh [seconds-per-point]   (needs ucx-utils; builds bench/target/benchmarks.jar if absent)
 # Prints a markdown table: transport, op, message size, perftest MiB/s, engine MiB/s, ratio, engine path; for sm
 # also a memcpy over the engine's rotating 256 MiB working set (the memory-bound ceiling of shared-memory RMA;
-# ucx_perftest reuses one cache-resident buffer up to 1 MiB) and the engine's ratio to it.
+# ucx_perftest reuses one cache-resident buffer up to 1 MiB) and the engine's ratio to it, and the engine
+# reusing one buffer as perftest does (-Dkvstore.bench.reuse=true), the like-for-like ratio to perftest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-2}
@@ -27,17 +28,21 @@ perftest() { # tls test size -> MiB/s (overall bandwidth column of the "Final:" 
   awk '/Final:/ {print int($7)}' <<<"$out"
 }
 
-engine() { # tls path -> lines "op size MiB/s path"
-  "$JAVA" --enable-native-access=ALL-UNNAMED -cp "$JAR" io.kvstore.bench.ucx.UcxBandwidth "$1" "$2" "$SECS" "${SIZES[@]}"
+engine() { # tls path [reuse] -> lines "op size MiB/s path"
+  "$JAVA" --enable-native-access=ALL-UNNAMED -Dkvstore.bench.reuse="${3:-false}" -cp "$JAR" \
+    io.kvstore.bench.ucx.UcxBandwidth "$1" "$2" "$SECS" "${SIZES[@]}"
 }
 
 declare -A MEMCPY=()
 while read -r size mibs; do MEMCPY[$size]=$mibs; done < <("$JAVA" -cp "$JAR" io.kvstore.bench.ucx.MemcpyBandwidth "$SECS" "${SIZES[@]}")
-echo "| transport | op | size | ucx_perftest MiB/s | engine MiB/s | ratio | engine path | memcpy MiB/s (same working set) | engine / memcpy |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| transport | op | size | ucx_perftest MiB/s | engine MiB/s | ratio | engine path | memcpy MiB/s (same working set) | engine / memcpy | engine MiB/s, one reused buffer | reused / perftest |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for tls in sm tcp; do
-  declare -A ENG=() PATHS=()
+  declare -A ENG=() PATHS=() HOT=()
   while read -r op size mibs path; do ENG[$op.$size]=$mibs; PATHS[$op.$size]=$path; done < <(engine $tls AUTO)
+  if [[ $tls == sm ]]; then
+    while read -r op size mibs path; do HOT[$op.$size]=$mibs; done < <(engine $tls AUTO true)
+  fi
   for size in "${SIZES[@]}"; do
     for op in put get; do
       test=ucp_put_bw; [[ $op == get ]] && test=ucp_get   # 1.13 has no ucp_get_bw; ucp_get reports bandwidth too
@@ -45,17 +50,17 @@ for tls in sm tcp; do
       e=${ENG[$op.$size]:-0}
       ratio=$(awk -v e="$e" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", e / r; else print "n/a" }')
       if [[ $tls == sm ]]; then
-        m=${MEMCPY[$size]}
-        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | $m | $(awk -v e="$e" -v m="$m" 'BEGIN { printf "%.2f", e / m }') |"
+        m=${MEMCPY[$size]} h=${HOT[$op.$size]:-0}
+        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | $m | $(awk -v e="$e" -v m="$m" 'BEGIN { printf "%.2f", e / m }') | $h | $(awk -v h="$h" -v r="$ref" 'BEGIN { if (r > 0) printf "%.2f", h / r; else print "n/a" }') |"
       else
-        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | | |"
+        echo "| $tls | $op | $size | $ref | $e | $ratio | ${PATHS[$op.$size]:-?} | | | | |"
       fi
     done
   done
   if [[ $tls == tcp ]]; then
     for size in "${SIZES[@]}"; do
-      echo "| tcp | am_bw (reference for the AM path) | $size | $(perftest tcp ucp_am_bw "$size") | | | | | |"
+      echo "| tcp | am_bw (reference for the AM path) | $size | $(perftest tcp ucp_am_bw "$size") | | | | | | | |"
     done
   fi
-  unset ENG PATHS
+  unset ENG PATHS HOT
 done

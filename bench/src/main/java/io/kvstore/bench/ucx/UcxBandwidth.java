@@ -17,11 +17,16 @@ import java.util.concurrent.TimeUnit;
  * are mapped in reverse order over a 256 MiB working set so none coalesce: each is one UCX message
  * of the given size. Prints {@code op size MiB/s path}.
  *
+ * <p>With {@code -Dkvstore.bench.reuse=true} every message instead moves the same first {@code size} bytes to
+ * the same remote offset, as ucx_perftest does with its single buffer: small messages then run from cache on
+ * both sides, so this mode compares the engine's per-message cost with perftest's like for like.
+ *
  * <p>Arguments: UCX_TLS value, path (AUTO, RMA, ACTIVE_MESSAGES), seconds per point, sizes...
  */
 public final class UcxBandwidth {
 
     private static final long WORKING_SET = 256L << 20;
+    private static final boolean REUSE = Boolean.getBoolean("kvstore.bench.reuse");
 
     public static void main(String[] args) throws Exception {
         String tls = args[0];
@@ -50,7 +55,7 @@ public final class UcxBandwidth {
         long blocks = WORKING_SET / size;
         List<TransferSpan> spans = new ArrayList<>();
         for (long i = 0; i < blocks; i++) {
-            spans.add(new TransferSpan(i * size, (blocks - 1 - i) * size, size));
+            spans.add(REUSE ? new TransferSpan(0, 0, size) : new TransferSpan(i * size, (blocks - 1 - i) * size, size));
         }
         engine.post(op, local, peer, remote.describe(), spans).get(60, TimeUnit.SECONDS); // warm-up
         long bytes = 0;
