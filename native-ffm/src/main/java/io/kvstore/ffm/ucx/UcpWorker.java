@@ -261,6 +261,10 @@ public final class UcpWorker implements AutoCloseable {
         }
     }
 
+    // resolved once: a layout path lookup per post cost ~2 % of a 256 KiB shared-memory PUT (perf)
+    private static final long REQUEST_PARAM_CB = UcpStructs.offset(UcpStructs.REQUEST_PARAM, "cb");
+    private static final long REQUEST_PARAM_USER_DATA = UcpStructs.offset(UcpStructs.REQUEST_PARAM, "user_data");
+
     /** Fills the reusable parameter block: callback + user data (+ op-specific flags when non-zero). */
     MemorySegment requestParam(int flags, MemorySegment callbackStub, long userData) {
         int mask = Ucp.OP_ATTR_CALLBACK | Ucp.OP_ATTR_USER_DATA;
@@ -269,8 +273,8 @@ public final class UcpWorker implements AutoCloseable {
         }
         param.set(JAVA_INT, 0, mask);
         param.set(JAVA_INT, 4, flags);
-        param.set(ADDRESS, UcpStructs.offset(UcpStructs.REQUEST_PARAM, "cb"), callbackStub);
-        param.set(JAVA_LONG, UcpStructs.offset(UcpStructs.REQUEST_PARAM, "user_data"), userData);
+        param.set(ADDRESS, REQUEST_PARAM_CB, callbackStub);
+        param.set(JAVA_LONG, REQUEST_PARAM_USER_DATA, userData);
         return param;
     }
 
