@@ -151,39 +151,50 @@ public final class HttpLoad {
             random.nextBytes(h);
             hashes.add(BlockHash.of(h));
         }
+        // warm-up: one untimed round of every operation, so the JIT has compiled the service's and this client's
+        // paths before the clock runs (the service is long-lived; Redis has no JIT)
+        blockRound(base, redisPort, hashes, data, count / batch, batch, clientCounts[0]);
         for (int clients : clientCounts) {
-            String ns = "http-load-" + clients + "-" + Long.toString(System.nanoTime(), 36);
-            send("DELETE", base + "/v1/namespaces/" + ns, null);
-            // 2 layers x 8 KV heads x 128 dims x fp16 x 2 (K,V) x 256 tokens = 2 MiB
-            send("PUT", base + "/v1/namespaces/" + ns, """
-                    {"model":"bench","layout":{"layers":2,"kvHeads":8,"headDim":128,"dtype":"float16","blockSize":256},
-                     "hashScheme":"sha256_cbor","hashSeed":"0"}""".getBytes());
+            long[] t = blockRound(base, redisPort, hashes, data, count / batch, batch, clients);
+            long store = t[0], fetch = t[1], redisSet = t[2], redisGet = t[3];
             int batches = count / batch;
-            long t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> httpStore(base, ns, hashes, data, b * batch, batch));
-            long store = System.nanoTime() - t0;
-            t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> httpFetch(base, ns, hashes, data, b * batch, batch));
-            long fetch = System.nanoTime() - t0;
-            RawHttp.closeAll();
-            send("DELETE", base + "/v1/namespaces/" + ns, null);
-
-            try (Redis flush = new Redis(redisPort)) {
-                flush.command("FLUSHALL");
-            }
-            t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> Redis.local(redisPort).set(hashes, data, b * batch, batch));
-            long redisSet = System.nanoTime() - t0;
-            t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> Redis.local(redisPort).getAndCompare(hashes, data, b * batch, batch));
-            long redisGet = System.nanoTime() - t0;
-            Redis.closeAll();
             double bytes = (double) batches * batch * BLOCK;
             System.out.printf("2 MiB blocks, %d per request, %d clients: kvstore HTTP store %.2f GB/s fetch %.2f GB/s; "
                     + "Redis SET %.2f GB/s GET %.2f GB/s; ratio store %.2f fetch %.2f (%d blocks, all bytes compared)%n",
                     batch, clients, bytes / store, bytes / fetch, bytes / redisSet, bytes / redisGet,
                     (double) redisSet / store, (double) redisGet / fetch, batches * batch);
         }
+    }
+
+    /** Stores and fetches every block through kvstore, then SETs and GETs them in Redis: the four times in ns. */
+    private static long[] blockRound(String base, int redisPort, List<BlockHash> hashes, List<byte[]> data, int batches,
+            int batch, int clients) throws Exception {
+        String ns = "http-load-" + clients + "-" + Long.toString(System.nanoTime(), 36);
+        send("DELETE", base + "/v1/namespaces/" + ns, null);
+        // 2 layers x 8 KV heads x 128 dims x fp16 x 2 (K,V) x 256 tokens = 2 MiB
+        send("PUT", base + "/v1/namespaces/" + ns, """
+                {"model":"bench","layout":{"layers":2,"kvHeads":8,"headDim":128,"dtype":"float16","blockSize":256},
+                 "hashScheme":"sha256_cbor","hashSeed":"0"}""".getBytes());
+        long t0 = System.nanoTime();
+        Clients.run(clients, batches, b -> httpStore(base, ns, hashes, data, b * batch, batch));
+        long store = System.nanoTime() - t0;
+        t0 = System.nanoTime();
+        Clients.run(clients, batches, b -> httpFetch(base, ns, hashes, data, b * batch, batch));
+        long fetch = System.nanoTime() - t0;
+        RawHttp.closeAll();
+        send("DELETE", base + "/v1/namespaces/" + ns, null);
+
+        try (Redis flush = new Redis(redisPort)) {
+            flush.command("FLUSHALL");
+        }
+        t0 = System.nanoTime();
+        Clients.run(clients, batches, b -> Redis.local(redisPort).set(hashes, data, b * batch, batch));
+        long redisSet = System.nanoTime() - t0;
+        t0 = System.nanoTime();
+        Clients.run(clients, batches, b -> Redis.local(redisPort).getAndCompare(hashes, data, b * batch, batch));
+        long redisGet = System.nanoTime() - t0;
+        Redis.closeAll();
+        return new long[] {store, fetch, redisSet, redisGet};
     }
 
     private static void frame(DataOutputStream out, BlockHash hash, BlockHash parent, byte[] block) throws IOException {

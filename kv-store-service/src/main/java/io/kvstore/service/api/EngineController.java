@@ -13,6 +13,7 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.web.ConnectorStreams;
 import io.kvstore.tier.TierId;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -141,7 +142,7 @@ public class EngineController {
             response.setStatus(HttpServletResponse.SC_OK);
             response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
             response.setContentLengthLong(fetch.contentLength());
-            fetch.writeTo(response.getOutputStream());
+            fetch.writeTo(ConnectorStreams.outputStream(response));
         }
     }
 

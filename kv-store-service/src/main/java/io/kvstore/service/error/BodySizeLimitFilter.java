@@ -77,6 +77,16 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
                         return n;
                     }
 
+                    @Override
+                    public int read(java.nio.ByteBuffer buffer) throws IOException {
+                        // passed through: the default would read via a fresh heap array as large as the buffer
+                        int n = in.read(buffer);
+                        if (n > 0) {
+                            count(n);
+                        }
+                        return n;
+                    }
+
                     private void count(int n) {
                         read += n;
                         if (read > maxBytes) {
