@@ -121,6 +121,43 @@ class TierEngineInPlaceWriteTest {
     }
 
     @Test
+    void aTornBlockInALargeBatchIsRefusedAndTheRestCommitExact() throws Exception {
+        // 6 x 1 MiB: past the size from which a commit checksums its slots on several cores
+        int big = 1 << 20;
+        MemoryTier tier = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * big, big);
+        try (TierEngine bigEngine = new TierEngine(List.of(tier),
+                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
+                Duration.ofSeconds(30), EngineEvents.NONE, Clock.systemUTC())) {
+            List<InPlaceBlock> blocks = new ArrayList<>();
+            for (int i = 0; i < 6; i++) {
+                blocks.add(new InPlaceBlock(TestBlocks.key("big", i), i == 0 ? null : BlockHash.ofLong(i - 1), big));
+            }
+            Reservation r = bigEngine.reserve(blocks, TierId.DRAM, null);
+            Map<BlockKey, Integer> crcs = new HashMap<>();
+            for (Reservation.Slot slot : r.slots()) {
+                MemorySegment bytes = TestBlocks.bytes(arena, slot.block().key().hash().hex().hashCode(), big);
+                MemorySegment.copy(bytes, 0, tier.region(), slot.offset(), big);
+                crcs.put(slot.block().key(), Checksums.crc32c(bytes));
+            }
+            Reservation.Slot tornSlot = r.slots().get(3);
+            tier.region().asSlice(tornSlot.offset() + big - 4096, 4096).fill((byte) 0); // the WRITE's last page never landed
+
+            CommitReport report = bigEngine.commit(r.id(), crcs);
+
+            BlockKey torn = tornSlot.block().key();
+            assertThat(report.failed()).containsOnlyKeys(torn);
+            assertThat(report.committed()).hasSize(5).doesNotContain(torn);
+            assertThat(bigEngine.entry(torn)).isNull();
+            MemorySegment dst = arena.allocate(big);
+            for (BlockKey key : report.committed()) {
+                bigEngine.get(key, dst);
+                assertThat(Checksums.crc32c(dst)).isEqualTo(crcs.get(key));
+            }
+            assertThat(tier.usedBytes()).isEqualTo(5L * big);
+        }
+    }
+
+    @Test
     void blocksAlreadyStoredGetNoSlot() throws Exception {
         engine(16, Duration.ofSeconds(30));
         engine.put(TestBlocks.key("ns", 0), null, TestBlocks.bytes(arena, 0, BLOCK));
