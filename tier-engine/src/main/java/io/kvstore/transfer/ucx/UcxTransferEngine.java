@@ -106,10 +106,10 @@ public final class UcxTransferEngine implements TransferEngine {
     private MemorySegment recvCallback;
     private MemorySegment errorCallback;
     private long nextId = 1;
-    private final Map<Long, Op> ops = new HashMap<>();
+    private final Map<Long, UcxOp> ops = new HashMap<>();
     private final Map<Long, UcxPeer> peersById = new HashMap<>();
     private final TreeMap<Long, Registration> registered = new TreeMap<>();
-    private final ArrayDeque<Request> requests = new ArrayDeque<>();
+    private final ArrayDeque<UcxRequest> requests = new ArrayDeque<>();
     private final ArrayDeque<MemorySegment> headers = new ArrayDeque<>();
     private long lastDeadlineCheck;
 
@@ -230,7 +230,7 @@ public final class UcxTransferEngine implements TransferEngine {
             }
             total += s.length();
         }
-        Request request = new Request(op, p, total, merged.size(), System.nanoTime());
+        UcxRequest request = new UcxRequest(op, p, total, merged.size(), System.nanoTime());
         submit(() -> start(request, reg, key, merged));
         return request.future;
     }
@@ -317,7 +317,7 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     private void shutdown() {
-        for (Request r : requests) {
+        for (UcxRequest r : requests) {
             r.fail(new TransferException("UCX engine closed before the request to " + r.peer.name() + " finished"));
         }
         for (UcxPeer p : new ArrayList<>(peersById.values())) {
@@ -412,7 +412,7 @@ public final class UcxTransferEngine implements TransferEngine {
      */
     private String settle(UcxPeer peer) {
         long deadline = System.nanoTime() + CONTROL_TIMEOUT_NANOS;
-        Op flush = new Op(nextId++, null, Kind.CONTROL);
+        UcxOp flush = new UcxOp(nextId++, null, UcxOpKind.CONTROL);
         ops.put(flush.id, flush);
         complete(flush, peer.endpoint.flush(sendCallback, flush.id));
         while (ops.containsKey(flush.id)) {
@@ -464,7 +464,7 @@ public final class UcxTransferEngine implements TransferEngine {
             k.close();
         }
         peer.rkeys.clear();
-        Op close = new Op(nextId++, null, Kind.CONTROL);
+        UcxOp close = new UcxOp(nextId++, null, UcxOpKind.CONTROL);
         ops.put(close.id, close);
         complete(close, peer.endpoint.close(force || peer.failed, sendCallback, close.id));
         long deadline = System.nanoTime() + CONTROL_TIMEOUT_NANOS;
@@ -515,7 +515,7 @@ public final class UcxTransferEngine implements TransferEngine {
 
     // ---------------------------------------------------------------- posting
 
-    private void start(Request request, Registration local, RegionKey key, List<TransferSpan> spans) {
+    private void start(UcxRequest request, Registration local, RegionKey key, List<TransferSpan> spans) {
         UcxPeer peer = request.peer;
         if (local.closed) {
             request.fail(new TransferException("local region at 0x" + Long.toHexString(local.segment.address())
@@ -541,7 +541,7 @@ public final class UcxTransferEngine implements TransferEngine {
                 }
             }
             if (request.op == TransferOp.WRITE && peer.path() == UcxPath.RMA && !request.future.isDone()) {
-                Op flush = new Op(nextId++, request, Kind.SEND);
+                UcxOp flush = new UcxOp(nextId++, request, UcxOpKind.SEND);
                 request.pending++;
                 ops.put(flush.id, flush);
                 complete(flush, peer.endpoint.flush(sendCallback, flush.id));
@@ -554,10 +554,10 @@ public final class UcxTransferEngine implements TransferEngine {
         request.maybeFinish();
     }
 
-    private void postChunk(Request request, MemorySegment slice, long remoteAddress, UcpRemoteKey rkey) {
+    private void postChunk(UcxRequest request, MemorySegment slice, long remoteAddress, UcpRemoteKey rkey) {
         UcxPeer peer = request.peer;
         if (peer.path() == UcxPath.RMA) {
-            Op op = new Op(nextId++, request, Kind.SEND);
+            UcxOp op = new UcxOp(nextId++, request, UcxOpKind.SEND);
             request.pending++;
             ops.put(op.id, op);
             MemorySegment st = request.op == TransferOp.WRITE
@@ -567,7 +567,7 @@ public final class UcxTransferEngine implements TransferEngine {
             return;
         }
         // Active messages: the chunk finishes when the peer's reply arrives; its send only has to succeed.
-        Op chunk = new Op(nextId++, request, Kind.AWAIT_REPLY);
+        UcxOp chunk = new UcxOp(nextId++, request, UcxOpKind.AWAIT_REPLY);
         chunk.target = slice;
         chunk.header = header();
         chunk.header.set(JAVA_LONG, 0, chunk.id);
@@ -575,7 +575,7 @@ public final class UcxTransferEngine implements TransferEngine {
         chunk.header.set(JAVA_LONG, 16, slice.byteSize());
         request.pending++;
         ops.put(chunk.id, chunk);
-        Op send = new Op(nextId++, request, Kind.SEND_NO_COUNT);
+        UcxOp send = new UcxOp(nextId++, request, UcxOpKind.SEND_NO_COUNT);
         send.header = chunk.header;
         chunk.header = null; // owned by the send until it completes
         ops.put(send.id, send);
@@ -588,7 +588,7 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     /** Handles a status pointer returned by a post: done now, failed now, or a request to wait for. */
-    private void complete(Op op, MemorySegment statusPtr) {
+    private void complete(UcxOp op, MemorySegment statusPtr) {
         if (UcpStatus.isRequest(statusPtr)) {
             op.ucxRequest = statusPtr;
             return;
@@ -598,7 +598,7 @@ public final class UcxTransferEngine implements TransferEngine {
 
     private void onSendComplete(MemorySegment request, int status, MemorySegment userData) {
         try {
-            Op op = ops.get(userData.address());
+            UcxOp op = ops.get(userData.address());
             if (op != null) {
                 finish(op, status, request);
             } else {
@@ -613,7 +613,7 @@ public final class UcxTransferEngine implements TransferEngine {
         onSendComplete(request, status, userData);
     }
 
-    private void finish(Op op, int status, MemorySegment ucxRequest) {
+    private void finish(UcxOp op, int status, MemorySegment ucxRequest) {
         if (ops.remove(op.id) == null) {
             return;
         }
@@ -625,11 +625,11 @@ public final class UcxTransferEngine implements TransferEngine {
             headers.push(op.header);
             op.header = null;
         }
-        if (op.kind == Kind.SERVE_RECV) {
+        if (op.kind == UcxOpKind.SERVE_RECV) {
             reply(op.replyEndpoint, AM_WRITE_ACK, op.replyTo, status, MemorySegment.NULL.reinterpret(0));
             return;
         }
-        Request r = op.request;
+        UcxRequest r = op.request;
         if (r == null) {
             return;
         }
@@ -638,19 +638,19 @@ public final class UcxTransferEngine implements TransferEngine {
                     + " (" + status + ")");
             return;
         }
-        if (op.kind != Kind.SEND_NO_COUNT) {
+        if (op.kind != UcxOpKind.SEND_NO_COUNT) {
             r.pending--;
             r.maybeFinish();
         }
     }
 
-    private void failPeerRequests(Request r, String message) {
+    private void failPeerRequests(UcxRequest r, String message) {
         r.fail(new TransferException(message));
     }
 
     private void expireRequests(long now) {
-        for (Iterator<Request> it = requests.iterator(); it.hasNext(); ) {
-            Request r = it.next();
+        for (Iterator<UcxRequest> it = requests.iterator(); it.hasNext(); ) {
+            UcxRequest r = it.next();
             if (r.future.isDone()) {
                 it.remove();
             } else if (now > r.deadline) {
@@ -675,7 +675,7 @@ public final class UcxTransferEngine implements TransferEngine {
             peer.failed = true;
             String why = "UCX endpoint to " + peer.name() + " failed: " + UcpStatus.describe(status) + " (" + status + ")";
             LOG.warn(why);
-            for (Request r : requests) {
+            for (UcxRequest r : requests) {
                 if (r.peer == peer) {
                     r.fail(new TransferException(why));
                 }
@@ -690,7 +690,7 @@ public final class UcxTransferEngine implements TransferEngine {
 
     private void dropOps(UcxPeer peer) {
         ops.values().removeIf(op -> op.request != null && op.request.peer == peer && op.ucxRequest == null
-                && op.kind == Kind.AWAIT_REPLY);
+                && op.kind == UcxOpKind.AWAIT_REPLY);
     }
 
     // ---------------------------------------------------------------- serving peers (active messages)
@@ -716,7 +716,7 @@ public final class UcxTransferEngine implements TransferEngine {
                 return UcpStatus.OK;
             }
             if ((attr & Ucp.AM_RECV_ATTR_FLAG_RNDV) != 0) {
-                Op recv = new Op(nextId++, null, Kind.SERVE_RECV);
+                UcxOp recv = new UcxOp(nextId++, null, UcxOpKind.SERVE_RECV);
                 recv.replyEndpoint = replyEp;
                 recv.replyTo = opId;
                 ops.put(recv.id, recv);
@@ -764,8 +764,8 @@ public final class UcxTransferEngine implements TransferEngine {
             int status = h.get(JAVA_INT_UNALIGNED, 8);
             long attr = param.reinterpret(16).get(JAVA_LONG, 0);
             boolean rndv = (attr & Ucp.AM_RECV_ATTR_FLAG_RNDV) != 0;
-            Op chunk = ops.get(opId);
-            if (chunk == null || chunk.kind != Kind.AWAIT_REPLY) {
+            UcxOp chunk = ops.get(opId);
+            if (chunk == null || chunk.kind != UcxOpKind.AWAIT_REPLY) {
                 if (rndv) {
                     worker.amDataRelease(data);
                 }
@@ -791,7 +791,7 @@ public final class UcxTransferEngine implements TransferEngine {
                         + " bytes, expected " + chunk.target.byteSize());
             } else if (rndv) {
                 // Receive straight into the caller's memory; the chunk finishes with the receive.
-                chunk.kind = Kind.SEND;
+                chunk.kind = UcxOpKind.SEND;
                 complete(chunk, worker.amRecvData(data, chunk.target, recvCallback, chunk.id));
             } else {
                 MemorySegment.copy(data.reinterpret(length), 0, chunk.target, 0, length);
@@ -808,7 +808,7 @@ public final class UcxTransferEngine implements TransferEngine {
             LOG.warn("UCX message without reply endpoint; cannot answer op {}", opId);
             return;
         }
-        Op send = new Op(nextId++, null, Kind.SERVE_SEND);
+        UcxOp send = new UcxOp(nextId++, null, UcxOpKind.SERVE_SEND);
         send.header = header();
         send.header.set(JAVA_LONG, 0, opId);
         send.header.set(JAVA_INT, 8, status);
@@ -844,73 +844,6 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     // ---------------------------------------------------------------- state
-
-    enum Kind {
-        /** A put, get, flush or receive that counts towards its request. */
-        SEND,
-        /** An active-message send whose request completes on the peer's reply, not on the send. */
-        SEND_NO_COUNT,
-        /** A chunk waiting for the peer's WRITE_ACK or READ_REPLY. */
-        AWAIT_REPLY,
-        /** Serving a peer: receiving a rendezvous WRITE, then acknowledging it. */
-        SERVE_RECV,
-        /** Serving a peer: an acknowledgement or READ reply in flight. */
-        SERVE_SEND,
-        /** Connect/close housekeeping. */
-        CONTROL
-    }
-
-    /** One UCX operation in flight, keyed by the id passed to UCX as user data. */
-    static final class Op {
-        final long id;
-        final Request request;
-        Kind kind;
-        MemorySegment ucxRequest;
-        MemorySegment header;
-        MemorySegment target;
-        MemorySegment replyEndpoint;
-        long replyTo;
-        int status;
-
-        Op(long id, Request request, Kind kind) {
-            this.id = id;
-            this.request = request;
-            this.kind = kind;
-        }
-    }
-
-    /** One {@link #post} call: its chunks, deadline and future. */
-    static final class Request {
-        final TransferOp op;
-        final UcxPeer peer;
-        final long bytes;
-        final int transfers;
-        final long started;
-        final CompletableFuture<TransferResult> future = new CompletableFuture<>();
-        long deadline;
-        int pending;
-        boolean posted;
-        /** The local region the request reads or writes, set when it starts. */
-        Registration local;
-
-        Request(TransferOp op, UcxPeer peer, long bytes, int transfers, long started) {
-            this.op = op;
-            this.peer = peer;
-            this.bytes = bytes;
-            this.transfers = transfers;
-            this.started = started;
-        }
-
-        void maybeFinish() {
-            if (posted && pending == 0 && !future.isDone()) {
-                future.complete(new TransferResult(bytes, transfers, Duration.ofNanos(System.nanoTime() - started)));
-            }
-        }
-
-        void fail(TransferException e) {
-            future.completeExceptionally(e);
-        }
-    }
 
     /** A region registered with this engine. */
     final class Registration implements LocalRegion {
