@@ -565,46 +565,42 @@ public final class TierEngine implements AutoCloseable {
 
     /**
      * Evicts from {@code id} by policy until {@code maxBlocks} blocks or {@code maxBytes} bytes have left
-     * (whichever comes first; a non-positive limit is no limit), moving them down where a tier is below.
+     * (whichever comes first; a non-positive limit is no limit, and with neither limit one block goes),
+     * moving them down where a tier is below.
      */
     public EvictionReport evict(TierId id, long maxBytes, int maxBlocks) {
-        tier(id);
-        BlockTier tier = tiers.get(id);
-        int blocks = 0;
-        long bytes = 0;
-        int budget = tier.blockCount() * 2 + 16;
-        while ((maxBlocks <= 0 || blocks < maxBlocks) && (maxBytes <= 0 || bytes < maxBytes) && budget-- > 0) {
-            int before = tier.blockCount();
-            long used = tier.usedBytes();
-            if (!evictOne(id, 0)) {
-                break;
-            }
-            if (tier.blockCount() < before) {
-                blocks += before - tier.blockCount();
-                bytes += used - tier.usedBytes();
-            }
-            if (maxBlocks <= 0 && maxBytes <= 0) {
-                break;
-            }
+        if (maxBlocks <= 0 && maxBytes <= 0) {
+            maxBlocks = 1;
         }
-        return new EvictionReport(blocks, bytes);
+        return evictWhile(id, k -> true, maxBytes <= 0 ? Long.MAX_VALUE : maxBytes,
+                maxBlocks <= 0 ? Integer.MAX_VALUE : maxBlocks);
     }
 
     /** Evicts every evictable block of {@code namespace} from tier {@code id}, moving them down. */
     public EvictionReport evictNamespace(TierId id, String namespace) {
+        return evictWhile(id, k -> k.namespace().equals(namespace), Long.MAX_VALUE, Integer.MAX_VALUE);
+    }
+
+    /**
+     * Moves the policy's next evictable victim among {@code which} out of tier {@code id} until the limits
+     * are reached or none is left; bounded by twice the tier's block count, so concurrent stores cannot
+     * keep it running. Counts what actually left the tier.
+     */
+    private EvictionReport evictWhile(TierId id, java.util.function.Predicate<BlockKey> which, long maxBytes,
+            int maxBlocks) {
         BlockTier tier = tier(id);
         TierPolicy policy = policies.get(id);
         int blocks = 0;
         long bytes = 0;
         int budget = tier.blockCount() * 2 + 16;
         BlockKey victim;
-        while (budget-- > 0
-                && (victim = policy.nextVictim(k -> k.namespace().equals(namespace) && evictable(k, id))) != null) {
+        while (blocks < maxBlocks && bytes < maxBytes && budget-- > 0
+                && (victim = policy.nextVictim(k -> which.test(k) && evictable(k, id))) != null) {
             int before = tier.blockCount();
             long used = tier.usedBytes();
             moveOut(id, victim);
-            blocks += before - tier.blockCount();
-            bytes += used - tier.usedBytes();
+            blocks += Math.max(0, before - tier.blockCount());
+            bytes += Math.max(0, used - tier.usedBytes());
         }
         return new EvictionReport(blocks, bytes);
     }
