@@ -138,19 +138,35 @@ public final class UcpWorker implements AutoCloseable {
      */
     public UcpEndpoint connect(byte[] peerAddress, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
-            long mask = 0b11L; // REMOTE_ADDRESS | ERR_HANDLING_MODE
-            if (errorStub.address() != 0) {
-                mask |= 0b100L; // ERR_HANDLER
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
-            }
-            p.set(JAVA_LONG, 0, mask);
+            MemorySegment p = endpointParams(a, 0b1L /* REMOTE_ADDRESS */, errMode, errorStub, errorArg);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "address"), a.allocateFrom(JAVA_BYTE, peerAddress));
-            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            return createEndpoint(a, p, "address of " + peerAddress.length + " bytes, err_mode=" + errMode);
+        }
+    }
+
+    /**
+     * A {@code ucp_ep_params_t} in {@code a} with {@code fields} (the way to reach the peer) plus the error
+     * handling mode, and the error handler when {@code errorStub} is not NULL.
+     */
+    private static MemorySegment endpointParams(Arena a, long fields, int errMode, MemorySegment errorStub,
+            MemorySegment errorArg) {
+        MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
+        long mask = fields | 0b10L; // ERR_HANDLING_MODE
+        if (errorStub.address() != 0) {
+            mask |= 0b100L; // ERR_HANDLER
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
+            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
+        }
+        p.set(JAVA_LONG, 0, mask);
+        p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+        return p;
+    }
+
+    /** {@code ucp_ep_create} with {@code params}; {@code what} names the peer in the error. */
+    private UcpEndpoint createEndpoint(Arena a, MemorySegment params, String what) {
+        try {
             MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_ep_create(address of " + peerAddress.length + " bytes, err_mode=" + errMode + ")",
-                    (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
+            UcpContext.check("ucp_ep_create(" + what + ")", (int) Ucp.h().epCreate.invokeExact(handle(), params, out));
             return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -181,21 +197,9 @@ public final class UcpWorker implements AutoCloseable {
     /** {@code ucp_ep_create} answering a listener's connection request (server side). */
     public UcpEndpoint accept(MemorySegment connRequest, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
-            long mask = (1L << 6) | 0b10L; // CONN_REQUEST | ERR_HANDLING_MODE
-            if (errorStub.address() != 0) {
-                mask |= 0b100L;
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
-            }
-            p.set(JAVA_LONG, 0, mask);
-            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            MemorySegment p = endpointParams(a, 1L << 6 /* CONN_REQUEST */, errMode, errorStub, errorArg);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "conn_request"), connRequest);
-            MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_ep_create(connection request)", (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
-            return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
-        } catch (Throwable t) {
-            throw Ucp.rethrow(t);
+            return createEndpoint(a, p, "connection request");
         }
     }
 
@@ -203,23 +207,11 @@ public final class UcpWorker implements AutoCloseable {
     public UcpEndpoint connect(java.net.InetSocketAddress address, int errMode, MemorySegment errorStub,
             MemorySegment errorArg) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
-            long mask = (1L << 4) | (1L << 5) | 0b10L; // SOCK_ADDR | FLAGS | ERR_HANDLING_MODE
-            if (errorStub.address() != 0) {
-                mask |= 0b100L;
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_cb"), errorStub);
-                p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_handler_arg"), errorArg);
-            }
-            p.set(JAVA_LONG, 0, mask);
-            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "err_mode"), errMode);
+            MemorySegment p = endpointParams(a, (1L << 4) | (1L << 5) /* SOCK_ADDR | FLAGS */, errMode, errorStub, errorArg);
             p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "flags"), Ucp.EP_PARAMS_FLAGS_CLIENT_SERVER);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addr"), SocketAddresses.sockaddrIn(address, a));
             p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addrlen"), SocketAddresses.SOCKADDR_IN_BYTES);
-            MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_ep_create(" + address + ", client-server)", (int) Ucp.h().epCreate.invokeExact(handle(), p, out));
-            return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
-        } catch (Throwable t) {
-            throw Ucp.rethrow(t);
+            return createEndpoint(a, p, address + ", client-server");
         }
     }
 
