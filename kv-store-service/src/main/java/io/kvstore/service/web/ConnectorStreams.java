@@ -10,7 +10,8 @@ import java.io.IOException;
  * wrapped for async-request bookkeeping whose stream does not pass Servlet 6.1's {@code write(ByteBuffer)}
  * through: the API's default then copies every off-heap block into a fresh heap array first (2 MiB of
  * allocation, zeroing and copying per block, measured with perf). Synchronous block sends write to the
- * container's stream directly; Tomcat then sends straight from the block's memory.
+ * container's stream directly; Tomcat then moves the block from its off-heap memory through its socket
+ * buffer with no heap array between.
  */
 public final class ConnectorStreams {
 
