@@ -23,6 +23,17 @@ class ObservabilityTest extends ServiceTest {
             assertThat(body).as(name).contains(name);
         }
         assertThat(body).containsPattern("kvstore_tier_capacity_bytes\\{tier=\"DRAM\"\\} 2097152");
+
+        // each matched block counts once for the tier that holds it
+        double hitsBefore = dramHits(body);
+        http.json("POST", "/v1/lookup", "{\"namespace\":\"obs\",\"blockHashes\":" + Http.hexList(hashes) + "}");
+        assertThat(dramHits(http.get("/actuator/prometheus").body())).isEqualTo(hitsBefore + 2);
+    }
+
+    private static double dramHits(String prometheus) {
+        var m = java.util.regex.Pattern.compile("(?m)^kvstore_lookup_hit_blocks_total\\{tier=\"DRAM\"\\} (\\S+)$").matcher(prometheus);
+        assertThat(m.find()).as("kvstore_lookup_hit_blocks_total{tier=DRAM} is exported").isTrue();
+        return Double.parseDouble(m.group(1));
     }
 
     @Test

@@ -27,6 +27,9 @@ public final class EngineMetrics implements EngineEvents {
     private final Counter lookupRequests;
     private final Counter lookupBlocks;
     private final Timer lookupTimer;
+    private static final TierId[] TIERS = TierId.values();
+    /** Hit counters by tier ordinal, created on a tier's first hit (so only tiers that exist show up). */
+    private final Counter[] lookupHits = new Counter[TIERS.length];
 
     public EngineMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -42,8 +45,20 @@ public final class EngineMetrics implements EngineEvents {
     public void lookup(int requested, List<TierId> hitTiers, long nanos) {
         lookupRequests.increment();
         lookupBlocks.increment(requested);
+        // counted per tier first: a 2,048-block hit is one increment per tier, not 2,048 meter lookups
+        int[] hits = new int[TIERS.length];
         for (TierId tier : hitTiers) {
-            registry.counter("kvstore.lookup.hit.blocks", "tier", tier.name()).increment();
+            hits[tier.ordinal()]++;
+        }
+        for (int t = 0; t < hits.length; t++) {
+            if (hits[t] > 0) {
+                Counter c = lookupHits[t];
+                if (c == null) { // the registry hands every caller the same counter, so a race is harmless
+                    c = registry.counter("kvstore.lookup.hit.blocks", "tier", TIERS[t].name());
+                    lookupHits[t] = c;
+                }
+                c.increment(hits[t]);
+            }
         }
         lookupTimer.record(nanos, TimeUnit.NANOSECONDS);
     }
