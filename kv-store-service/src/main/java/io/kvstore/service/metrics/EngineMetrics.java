@@ -7,7 +7,6 @@ import io.kvstore.tier.TierId;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
@@ -30,6 +29,9 @@ public final class EngineMetrics implements EngineEvents {
     private static final TierId[] TIERS = TierId.values();
     /** Hit counters by tier ordinal, created on a tier's first hit (so only tiers that exist show up). */
     private final Counter[] lookupHits = new Counter[TIERS.length];
+    /** One transfer counter and timer per route, found without a registry lookup per block moved. */
+    private final java.util.concurrent.ConcurrentHashMap<Route, TransferMeters> transferMeters =
+            new java.util.concurrent.ConcurrentHashMap<>();
 
     public EngineMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -65,9 +67,18 @@ public final class EngineMetrics implements EngineEvents {
 
     /** Bytes moved from {@code src} to {@code dst} over {@code backend}, taking {@code nanos}. */
     public void transfer(String src, String dst, String backend, long bytes, long nanos) {
-        registry.counter("kvstore.transfer.bytes", "src", src, "dst", dst, "backend", backend).increment(bytes);
-        Timer.builder("kvstore.transfer").tags("src", src, "dst", dst, "backend", backend)
-                .description("Time spent moving blocks").register(registry).record(Duration.ofNanos(nanos));
+        TransferMeters m = transferMeters.computeIfAbsent(new Route(src, dst, backend), r -> new TransferMeters(
+                registry.counter("kvstore.transfer.bytes", "src", r.src(), "dst", r.dst(), "backend", r.backend()),
+                Timer.builder("kvstore.transfer").tags("src", r.src(), "dst", r.dst(), "backend", r.backend())
+                        .description("Time spent moving blocks").register(registry)));
+        m.bytes().increment(bytes);
+        m.time().record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    private record Route(String src, String dst, String backend) {
+    }
+
+    private record TransferMeters(Counter bytes, Timer time) {
     }
 
     @Override
