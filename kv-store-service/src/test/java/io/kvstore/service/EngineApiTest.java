@@ -214,4 +214,43 @@ class EngineApiTest extends ServiceTest {
         assertThat(chunked.statusCode()).isEqualTo(413);
         assertThat(chunked.body()).contains("max-request-size");
     }
+
+    @Test
+    void anEngineKeepsOneConnectionForHundredsOfRequests() throws Exception {
+        try (var socket = new java.net.Socket("127.0.0.1", port)) {
+            var out = socket.getOutputStream();
+            var in = new java.io.BufferedInputStream(socket.getInputStream());
+            for (int i = 0; i < 250; i++) {
+                out.write("GET /v1/namespaces HTTP/1.1\r\nHost: kvstore\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                out.flush();
+                long length = -1;
+                String line;
+                while (!(line = asciiLine(in)).isEmpty()) {
+                    String lower = line.toLowerCase(java.util.Locale.ROOT);
+                    assertThat(lower).as("response %d closes the connection", i).doesNotStartWith("connection: close");
+                    if (lower.startsWith("content-length:")) {
+                        length = Long.parseLong(line.substring(15).trim());
+                    } else if (lower.startsWith("transfer-encoding:")) {
+                        throw new AssertionError("expected a sized JSON answer, got " + line);
+                    }
+                }
+                assertThat(length).as("response %d has a body", i).isPositive();
+                assertThat(in.readNBytes((int) length)).hasSize((int) length);
+            }
+        }
+    }
+
+    private static String asciiLine(java.io.InputStream in) throws java.io.IOException {
+        StringBuilder b = new StringBuilder();
+        int c;
+        while ((c = in.read()) != '\n') {
+            if (c < 0) {
+                throw new java.io.EOFException("the server closed the connection");
+            }
+            if (c != '\r') {
+                b.append((char) c);
+            }
+        }
+        return b.toString();
+    }
 }
