@@ -10,6 +10,7 @@ import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -23,6 +24,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -67,6 +69,7 @@ public class EngineConfiguration {
         }
         TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
         transport.attach((MemoryTier) engine.tier(TierId.DRAM));
+        LoggerFactory.getLogger(EngineConfiguration.class).info("block checksums: CRC32C by {}", Checksums.implementation());
         return engine;
     }
 
