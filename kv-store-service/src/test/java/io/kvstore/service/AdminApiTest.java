@@ -2,7 +2,7 @@ package io.kvstore.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -15,32 +15,52 @@ class AdminApiTest extends ServiceTest {
         assertThat(none.statusCode()).isEqualTo(401);
         assertThat(none.headers().firstValue("Content-Type").orElseThrow()).startsWith("application/problem+json");
         assertThat(none.body()).contains("\"status\":401");
-        assertThat(http.get("/admin/tiers", "Authorization", "Bearer wrong").statusCode()).isEqualTo(403);
+        assertThat(http.get("/admin/tiers", "Authorization", "Bearer wrong").statusCode())
+                .isEqualTo(403);
         assertThat(http.get("/admin/tiers", ADMIN).statusCode()).isEqualTo(200);
     }
 
     @Test
     void tiersShowProviderCapacityAndPolicy() throws Exception {
         var r = http.get("/admin/tiers", ADMIN);
-        assertThat(r.body()).contains("\"tier\":\"DRAM\"", "\"provider\":\"" + (io.kvstore.ffm.ucx.Ucp.isAvailable() ? "host-ucx" : "host") + "\"", "\"capacityBytes\":2097152",
-                "\"tier\":\"NVME\"", "\"policy\":\"LRU\"", "\"highWatermark\":0.9");
+        assertThat(r.body())
+                .contains(
+                        "\"tier\":\"DRAM\"",
+                        "\"provider\":\"" + (io.kvstore.ffm.ucx.Ucp.isAvailable() ? "host-ucx" : "host") + "\"",
+                        "\"capacityBytes\":2097152",
+                        "\"tier\":\"NVME\"",
+                        "\"policy\":\"LRU\"",
+                        "\"highWatermark\":0.9");
     }
 
     @Test
     void evictionPolicyChangesAtOnceAndBadValuesChangeNothing() throws Exception {
-        var set = http.json("PUT", "/admin/eviction-policy",
-                "{\"DRAM\":{\"policy\":\"w_tinylfu\",\"highWatermark\":0.85,\"lowWatermark\":0.7}}", ADMIN);
+        var set = http.json(
+                "PUT",
+                "/admin/eviction-policy",
+                "{\"DRAM\":{\"policy\":\"w_tinylfu\",\"highWatermark\":0.85,\"lowWatermark\":0.7}}",
+                ADMIN);
         assertThat(set.statusCode()).as(set.body()).isEqualTo(200);
         assertThat(http.get("/admin/eviction-policy", ADMIN).body()).contains("\"policy\":\"W_TINYLFU\"", "0.85");
-        var bad = http.json("PUT", "/admin/eviction-policy",
-                "{\"DRAM\":{\"policy\":\"LFU\"},\"NVME\":{\"policy\":\"RANDOM\"}}", ADMIN);
+        var bad = http.json(
+                "PUT",
+                "/admin/eviction-policy",
+                "{\"DRAM\":{\"policy\":\"LFU\"},\"NVME\":{\"policy\":\"RANDOM\"}}",
+                ADMIN);
         assertThat(bad.statusCode()).isEqualTo(400);
         assertThat(bad.body()).contains("\"field\":\"NVME.policy\"");
         assertThat(http.get("/admin/eviction-policy", ADMIN).body()).contains("\"policy\":\"W_TINYLFU\"");
-        var watermarks = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{\"highWatermark\":0.5,\"lowWatermark\":0.6}}", ADMIN);
+        var watermarks = http.json(
+                "PUT", "/admin/eviction-policy", "{\"DRAM\":{\"highWatermark\":0.5,\"lowWatermark\":0.6}}", ADMIN);
         assertThat(watermarks.statusCode()).isEqualTo(400);
-        assertThat(http.json("PUT", "/admin/eviction-policy", "{\"HBM\":{\"policy\":\"LRU\"}}", ADMIN).statusCode()).isEqualTo(400);
-        http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{\"policy\":\"LRU\",\"highWatermark\":0.9,\"lowWatermark\":0.8}}", ADMIN);
+        assertThat(http.json("PUT", "/admin/eviction-policy", "{\"HBM\":{\"policy\":\"LRU\"}}", ADMIN)
+                        .statusCode())
+                .isEqualTo(400);
+        http.json(
+                "PUT",
+                "/admin/eviction-policy",
+                "{\"DRAM\":{\"policy\":\"LRU\",\"highWatermark\":0.9,\"lowWatermark\":0.8}}",
+                ADMIN);
     }
 
     @Test
@@ -48,18 +68,34 @@ class AdminApiTest extends ServiceTest {
         http.json("PUT", "/v1/namespaces/pins", TestLayout.declaration("m"));
         int[] tokens = TestLayout.tokens(4, 81);
         List<BlockHash> hashes = TestLayout.hashes(tokens);
-        http.putBytes("/v1/namespaces/pins/blocks", "application/octet-stream", Http.frames(hashes, TestLayout.blocks(4, 81), null));
-        var pin = http.json("POST", "/admin/pin", "{\"namespace\":\"pins\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}", ADMIN);
+        http.putBytes(
+                "/v1/namespaces/pins/blocks",
+                "application/octet-stream",
+                Http.frames(hashes, TestLayout.blocks(4, 81), null));
+        var pin = http.json(
+                "POST",
+                "/admin/pin",
+                "{\"namespace\":\"pins\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}",
+                ADMIN);
         assertThat(pin.body()).contains("\"pinnedBlocks\":4");
         var evict = http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"pins\"}", ADMIN);
         assertThat(evict.body()).contains("\"evictedBlocks\":0");
-        assertThat(http.json("POST", "/v1/lookup", "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}").body())
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
                 .contains("\"tiers\":[\"DRAM\",\"DRAM\",\"DRAM\",\"DRAM\"]");
-        var unpin = http.json("POST", "/admin/unpin", "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}", ADMIN);
+        var unpin = http.json(
+                "POST", "/admin/unpin", "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}", ADMIN);
         assertThat(unpin.body()).contains("\"unpinnedBlocks\":4");
         var evictAgain = http.json("POST", "/admin/evict", "{\"tier\":\"dram\",\"namespace\":\"pins\"}", ADMIN);
         assertThat(evictAgain.body()).contains("\"evictedBlocks\":4");
-        assertThat(http.json("POST", "/v1/lookup", "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}").body())
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"pins\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
                 .contains("\"tiers\":[\"NVME\",\"NVME\",\"NVME\",\"NVME\"]");
     }
 
@@ -67,14 +103,27 @@ class AdminApiTest extends ServiceTest {
     void evictByBlocksAndBadEvictRequests() throws Exception {
         http.json("PUT", "/v1/namespaces/ev", TestLayout.declaration("m"));
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(3, 91));
-        http.putBytes("/v1/namespaces/ev/blocks", "application/octet-stream", Http.frames(hashes, TestLayout.blocks(3, 91), null));
+        http.putBytes(
+                "/v1/namespaces/ev/blocks",
+                "application/octet-stream",
+                Http.frames(hashes, TestLayout.blocks(3, 91), null));
         var r = http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"blocks\":2}", ADMIN);
         assertThat(r.body()).contains("\"evictedBlocks\":2");
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\"}", ADMIN).body()).contains("\"field\":\"bytes\"");
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"GPU\",\"blocks\":1}", ADMIN).body()).contains("\"field\":\"tier\"");
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"bytes\":-5}", ADMIN).statusCode()).isEqualTo(400);
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"nope\"}", ADMIN).statusCode()).isEqualTo(404);
-        assertThat(http.json("POST", "/admin/pin", "{\"namespace\":\"ev\"}", ADMIN).statusCode()).isEqualTo(400);
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\"}", ADMIN)
+                        .body())
+                .contains("\"field\":\"bytes\"");
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"GPU\",\"blocks\":1}", ADMIN)
+                        .body())
+                .contains("\"field\":\"tier\"");
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"bytes\":-5}", ADMIN)
+                        .statusCode())
+                .isEqualTo(400);
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"nope\"}", ADMIN)
+                        .statusCode())
+                .isEqualTo(404);
+        assertThat(http.json("POST", "/admin/pin", "{\"namespace\":\"ev\"}", ADMIN)
+                        .statusCode())
+                .isEqualTo(400);
     }
 
     @Test

@@ -2,7 +2,7 @@ package io.kvstore.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -50,24 +50,27 @@ class DashboardQueriesTest {
         Map<String, String> queries = queries(dashboard);
         assertThat(queries).hasSizeGreaterThanOrEqualTo(12);
         Path prometheusBinary = Path.of("/usr/bin/prometheus");
-        assertThat(prometheusBinary).as("Debian's prometheus (apt-get install prometheus; ./kvstore deps installs it)")
+        assertThat(prometheusBinary)
+                .as("Debian's prometheus (apt-get install prometheus; ./kvstore deps installs it)")
                 .isExecutable();
 
-        try (var app = new SpringApplicationBuilder(KvStoreApplication.class).run(
-                "--server.port=0",
-                "--kvstore.data-dir=" + dir.resolve("data"),
-                "--kvstore.tiers.dram.capacity=512KB",
-                "--kvstore.tiers.dram.slab-size=256KB",
-                "--kvstore.tiers.dram.promote-on-hit=true",
-                "--kvstore.tiers.nvme.capacity=4MB",
-                "--kvstore.tiers.nvme.file-size=1MB",
-                "--kvstore.tiers.nvme.slab-size=256KB",
-                "--kvstore.tiers.nvme.io-threads=2")) {
+        try (var app = new SpringApplicationBuilder(KvStoreApplication.class)
+                .run(
+                        "--server.port=0",
+                        "--kvstore.data-dir=" + dir.resolve("data"),
+                        "--kvstore.tiers.dram.capacity=512KB",
+                        "--kvstore.tiers.dram.slab-size=256KB",
+                        "--kvstore.tiers.dram.promote-on-hit=true",
+                        "--kvstore.tiers.nvme.capacity=4MB",
+                        "--kvstore.tiers.nvme.file-size=1MB",
+                        "--kvstore.tiers.nvme.slab-size=256KB",
+                        "--kvstore.tiers.nvme.io-threads=2")) {
             int port = ((WebServerApplicationContext) app).getWebServer().getPort();
             Http http = new Http(port);
             workload(http, app.getBean(io.kvstore.engine.TierEngine.class));
             String exported = http.get("/actuator/prometheus").body();
-            assertThat(names(queries.values())).as("metrics the dashboard names that the service does not export")
+            assertThat(names(queries.values()))
+                    .as("metrics the dashboard names that the service does not export")
                     .allSatisfy(name -> assertThat(exported).contains("\n" + name));
 
             int promPort;
@@ -79,11 +82,14 @@ class DashboardQueriesTest {
                     .replaceAll("scrape_interval: \\d+s", "scrape_interval: 1s");
             assertThat(config).contains("127.0.0.1:" + port, "/actuator/prometheus");
             Files.writeString(dir.resolve("prometheus.yml"), config);
-            Process prometheus = new ProcessBuilder(prometheusBinary.toString(),
-                    "--config.file=" + dir.resolve("prometheus.yml"),
-                    "--storage.tsdb.path=" + dir.resolve("tsdb"),
-                    "--web.listen-address=127.0.0.1:" + promPort)
-                    .redirectErrorStream(true).redirectOutput(dir.resolve("prometheus.log").toFile()).start();
+            Process prometheus = new ProcessBuilder(
+                            prometheusBinary.toString(),
+                            "--config.file=" + dir.resolve("prometheus.yml"),
+                            "--storage.tsdb.path=" + dir.resolve("tsdb"),
+                            "--web.listen-address=127.0.0.1:" + promPort)
+                    .redirectErrorStream(true)
+                    .redirectOutput(dir.resolve("prometheus.log").toFile())
+                    .start();
             try {
                 String api = "http://127.0.0.1:" + promPort + "/api/v1/query?query=";
                 awaitScrapes(api, 3);
@@ -91,7 +97,9 @@ class DashboardQueriesTest {
                 awaitScrapes(api, 6);
                 List<String> failures = new ArrayList<>();
                 for (var q : queries.entrySet()) {
-                    String expr = q.getValue().replace("$__rate_interval", "30s").replace("$__interval", "5s")
+                    String expr = q.getValue()
+                            .replace("$__rate_interval", "30s")
+                            .replace("$__interval", "5s")
                             .replace("$instance", ".*");
                     JsonNode answer = query(api, expr);
                     if (!"success".equals(answer.path("status").asString())) {
@@ -100,8 +108,11 @@ class DashboardQueriesTest {
                         failures.add(q.getKey() + ": " + expr + " -> no series");
                     }
                 }
-                assertThat(failures).as("dashboard queries that failed or returned nothing; prometheus log: %s",
-                        Files.readString(dir.resolve("prometheus.log"))).isEmpty();
+                assertThat(failures)
+                        .as(
+                                "dashboard queries that failed or returned nothing; prometheus log: %s",
+                                Files.readString(dir.resolve("prometheus.log")))
+                        .isEmpty();
             } finally {
                 prometheus.destroy();
                 if (!prometheus.waitFor(10, TimeUnit.SECONDS)) {
@@ -118,10 +129,16 @@ class DashboardQueriesTest {
         assertThat(d.path("uid").asString()).isNotBlank();
         Set<Integer> ids = new HashSet<>();
         for (JsonNode p : d.path("panels")) {
-            assertThat(ids.add(p.path("id").asInt())).as("panel id %s is unique", p.path("id")).isTrue();
-            assertThat(p.has("gridPos")).as("panel %s has a gridPos", p.path("title")).isTrue();
+            assertThat(ids.add(p.path("id").asInt()))
+                    .as("panel id %s is unique", p.path("id"))
+                    .isTrue();
+            assertThat(p.has("gridPos"))
+                    .as("panel %s has a gridPos", p.path("title"))
+                    .isTrue();
             if (!p.path("type").asString().equals("row")) {
-                assertThat(p.path("datasource").path("uid").asString()).as("panel %s", p.path("title")).isEqualTo("${datasource}");
+                assertThat(p.path("datasource").path("uid").asString())
+                        .as("panel %s", p.path("title"))
+                        .isEqualTo("${datasource}");
                 assertThat(p.path("targets")).isNotEmpty();
                 for (JsonNode t : p.path("targets")) {
                     assertThat(t.path("refId").asString()).isNotBlank();
@@ -135,8 +152,10 @@ class DashboardQueriesTest {
         }
         assertThat(variables).containsEntry("datasource", "datasource").containsEntry("instance", "query");
         // the provisioning files point at the same uid and folder
-        assertThat(Files.readString(ROOT.resolve("grafana/provisioning/datasources/kvstore.yaml"))).contains("type: prometheus");
-        assertThat(Files.readString(ROOT.resolve("grafana/provisioning/dashboards/kvstore.yaml"))).contains("type: file");
+        assertThat(Files.readString(ROOT.resolve("grafana/provisioning/datasources/kvstore.yaml")))
+                .contains("type: prometheus");
+        assertThat(Files.readString(ROOT.resolve("grafana/provisioning/dashboards/kvstore.yaml")))
+                .contains("type: file");
     }
 
     /** Stores past DRAM's watermark, looks up (hits and a miss), fetches demoted blocks back (promotions), leases. */
@@ -145,17 +164,26 @@ class DashboardQueriesTest {
         int seed = (int) (System.nanoTime() & 0xffff);
         int[] tokens = TestLayout.tokens(48, seed);
         List<BlockHash> hashes = TestLayout.hashes(tokens);
-        var stored = http.putBytes("/v1/namespaces/dash/blocks", "application/octet-stream",
+        var stored = http.putBytes(
+                "/v1/namespaces/dash/blocks",
+                "application/octet-stream",
                 Http.frames(hashes, TestLayout.blocks(48, seed), null));
         assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
         engine.awaitMoves();
-        var hit = http.json("POST", "/v1/lookup", "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
+        var hit = http.json(
+                "POST", "/v1/lookup", "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
         assertThat(hit.body()).contains("\"matchedBlocks\":48");
-        http.json("POST", "/v1/lookup", "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(TestLayout.tokens(2, seed + 1)) + "}");
+        http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(TestLayout.tokens(2, seed + 1)) + "}");
         var fetched = http.fetch("dash", "{\"blockHashes\":" + Http.hexList(hashes.subList(0, 8)) + "}");
         assertThat(fetched.statusCode()).isEqualTo(200);
         engine.awaitMoves();
-        http.json("POST", "/v1/lookup", "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + ",\"lease\":true}");
+        http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"dash\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + ",\"lease\":true}");
     }
 
     /** Every target expression of every panel, keyed by panel title and refId. */
@@ -163,7 +191,9 @@ class DashboardQueriesTest {
         Map<String, String> out = new LinkedHashMap<>();
         for (JsonNode p : dashboard.path("panels")) {
             for (JsonNode t : p.path("targets")) {
-                out.put(p.path("title").asString() + " / " + t.path("refId").asString(), t.path("expr").asString());
+                out.put(
+                        p.path("title").asString() + " / " + t.path("refId").asString(),
+                        t.path("expr").asString());
             }
         }
         return out;
@@ -187,8 +217,16 @@ class DashboardQueriesTest {
             try {
                 JsonNode r = query(api, "count_over_time(up{job=\"kvstore\"}[5m])");
                 JsonNode result = r.path("data").path("result");
-                if (!result.isEmpty() && result.get(0).path("value").get(1).asDouble() >= scrapes
-                        && query(api, "up{job=\"kvstore\"}").path("data").path("result").get(0).path("value").get(1).asString().equals("1")) {
+                if (!result.isEmpty()
+                        && result.get(0).path("value").get(1).asDouble() >= scrapes
+                        && query(api, "up{job=\"kvstore\"}")
+                                .path("data")
+                                .path("result")
+                                .get(0)
+                                .path("value")
+                                .get(1)
+                                .asString()
+                                .equals("1")) {
                     return;
                 }
             } catch (java.io.IOException notUpYet) {
@@ -200,8 +238,10 @@ class DashboardQueriesTest {
     }
 
     private static JsonNode query(String api, String expr) throws Exception {
-        HttpResponse<String> r = Http.CLIENT.send(HttpRequest.newBuilder(
-                URI.create(api + URLEncoder.encode(expr, StandardCharsets.UTF_8))).build(), HttpResponse.BodyHandlers.ofString());
+        HttpResponse<String> r = Http.CLIENT.send(
+                HttpRequest.newBuilder(URI.create(api + URLEncoder.encode(expr, StandardCharsets.UTF_8)))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
         return JSON.readTree(r.body());
     }
 }

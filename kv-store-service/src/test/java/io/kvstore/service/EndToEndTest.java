@@ -2,7 +2,7 @@ package io.kvstore.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.nio.file.Path;
@@ -26,16 +26,17 @@ class EndToEndTest {
     Path dataDir;
 
     private ConfigurableApplicationContext start() {
-        return new SpringApplicationBuilder(KvStoreApplication.class).run(
-                "--server.port=0",
-                "--kvstore.data-dir=" + dataDir,
-                "--kvstore.admin-token=secret",
-                "--kvstore.tiers.dram.capacity=1MB",
-                "--kvstore.tiers.dram.slab-size=256KB",
-                "--kvstore.tiers.nvme.capacity=4MB",
-                "--kvstore.tiers.nvme.file-size=1MB",
-                "--kvstore.tiers.nvme.slab-size=256KB",
-                "--kvstore.tiers.nvme.io-threads=2");
+        return new SpringApplicationBuilder(KvStoreApplication.class)
+                .run(
+                        "--server.port=0",
+                        "--kvstore.data-dir=" + dataDir,
+                        "--kvstore.admin-token=secret",
+                        "--kvstore.tiers.dram.capacity=1MB",
+                        "--kvstore.tiers.dram.slab-size=256KB",
+                        "--kvstore.tiers.nvme.capacity=4MB",
+                        "--kvstore.tiers.nvme.file-size=1MB",
+                        "--kvstore.tiers.nvme.slab-size=256KB",
+                        "--kvstore.tiers.nvme.io-threads=2");
     }
 
     private static Http http(ConfigurableApplicationContext app) {
@@ -49,37 +50,52 @@ class EndToEndTest {
         List<byte[]> blocks = TestLayout.blocks(64, 2);
         try (var app = start()) {
             Http http = http(app);
-            assertThat(http.json("PUT", "/v1/namespaces/llama", TestLayout.declaration("llama-3-8b")).statusCode()).isEqualTo(201);
+            assertThat(http.json("PUT", "/v1/namespaces/llama", TestLayout.declaration("llama-3-8b"))
+                            .statusCode())
+                    .isEqualTo(201);
 
-            var stored = http.putBytes("/v1/namespaces/llama/blocks", "application/octet-stream",
-                    Http.frames(hashes, blocks, null));
+            var stored = http.putBytes(
+                    "/v1/namespaces/llama/blocks", "application/octet-stream", Http.frames(hashes, blocks, null));
             assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
             assertThat(stored.body()).contains("\"storedBlocks\":64");
 
-            var byTokens = http.json("POST", "/v1/lookup",
+            var byTokens = http.json(
+                    "POST",
+                    "/v1/lookup",
                     "{\"namespace\":\"llama\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
             assertThat(byTokens.statusCode()).as(byTokens.body()).isEqualTo(200);
-            assertThat(byTokens.body()).contains("\"matchedBlocks\":64", "\"matchedTokens\":1024", hashes.get(63).hex());
+            assertThat(byTokens.body())
+                    .contains(
+                            "\"matchedBlocks\":64",
+                            "\"matchedTokens\":1024",
+                            hashes.get(63).hex());
 
-            var byHashes = http.json("POST", "/v1/lookup", "{\"namespace\":\"llama\",\"blockHashes\":" + Http.hexList(hashes) + "}");
+            var byHashes = http.json(
+                    "POST", "/v1/lookup", "{\"namespace\":\"llama\",\"blockHashes\":" + Http.hexList(hashes) + "}");
             assertThat(byHashes.body()).contains("\"matchedBlocks\":64");
 
             assertFetchedExactly(http, hashes, blocks);
 
             // another 64 blocks push DRAM (1 MiB) past its high watermark: the older prefix demotes to NVMe
             int[] other = TestLayout.tokens(64, 3);
-            var filler = http.putBytes("/v1/namespaces/llama/blocks", "application/octet-stream",
+            var filler = http.putBytes(
+                    "/v1/namespaces/llama/blocks",
+                    "application/octet-stream",
                     Http.frames(TestLayout.hashes(other), TestLayout.blocks(64, 4), null));
             assertThat(filler.statusCode()).isEqualTo(200);
             app.getBean(io.kvstore.engine.TierEngine.class).awaitMoves();
-            var afterDemotion = http.json("POST", "/v1/lookup", "{\"namespace\":\"llama\",\"blockHashes\":" + Http.hexList(hashes) + "}");
+            var afterDemotion = http.json(
+                    "POST", "/v1/lookup", "{\"namespace\":\"llama\",\"blockHashes\":" + Http.hexList(hashes) + "}");
             assertThat(afterDemotion.body()).contains("\"matchedBlocks\":64", "NVME");
-            assertThat(http.get("/actuator/prometheus").body()).containsPattern("kvstore_demotions_total\\{[^}]*\\} [1-9]");
+            assertThat(http.get("/actuator/prometheus").body())
+                    .containsPattern("kvstore_demotions_total\\{[^}]*\\} [1-9]");
         }
         try (var app = start()) {
             Http http = http(app);
             assertThat(http.get("/v1/namespaces/llama").statusCode()).isEqualTo(200);
-            var again = http.json("POST", "/v1/lookup",
+            var again = http.json(
+                    "POST",
+                    "/v1/lookup",
                     "{\"namespace\":\"llama\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
             assertThat(again.body()).as("lookup after restart").contains("\"matchedBlocks\":64");
             assertFetchedExactly(http, hashes, blocks);
@@ -96,12 +112,18 @@ class EndToEndTest {
             // DRAM 64 + NVMe 256 slots of 16 KiB: pinning every batch leaves nothing to evict
             for (int batch = 0; batch < 12 && status == 200; batch++) {
                 List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(32, 100 + batch));
-                var r = http.putBytes("/v1/namespaces/full/blocks", "application/octet-stream",
+                var r = http.putBytes(
+                        "/v1/namespaces/full/blocks",
+                        "application/octet-stream",
                         Http.frames(hashes, TestLayout.blocks(32, batch), null));
                 status = r.statusCode();
                 body = r.body();
-                http.json("POST", "/admin/pin", "{\"namespace\":\"full\",\"blockHashes\":" + Http.hexList(hashes) + "}",
-                        "Authorization", "Bearer secret");
+                http.json(
+                        "POST",
+                        "/admin/pin",
+                        "{\"namespace\":\"full\",\"blockHashes\":" + Http.hexList(hashes) + "}",
+                        "Authorization",
+                        "Bearer secret");
             }
             assertThat(status).as(body).isEqualTo(507);
             assertThat(body).contains("\"status\":507", "No space in any tier");
@@ -118,7 +140,8 @@ class EndToEndTest {
             byte[] hash = in.readNBytes(in.readUnsignedByte());
             assertThat(hash).isEqualTo(hashes.get(i).toBytes());
             byte[] parent = in.readNBytes(in.readUnsignedByte());
-            assertThat(parent).isEqualTo(i == 0 ? new byte[0] : hashes.get(i - 1).toBytes());
+            assertThat(parent)
+                    .isEqualTo(i == 0 ? new byte[0] : hashes.get(i - 1).toBytes());
             got.add(in.readNBytes(in.readInt()));
         }
         assertThat(in.available()).isZero();

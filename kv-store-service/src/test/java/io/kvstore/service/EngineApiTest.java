@@ -2,7 +2,7 @@ package io.kvstore.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +17,9 @@ class EngineApiTest extends ServiceTest {
 
     private List<BlockHash> store(String ns, int blocks, int seed) throws Exception {
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(blocks, seed));
-        var r = http.putBytes("/v1/namespaces/" + ns + "/blocks", "application/octet-stream",
+        var r = http.putBytes(
+                "/v1/namespaces/" + ns + "/blocks",
+                "application/octet-stream",
                 Http.frames(hashes, TestLayout.blocks(blocks, seed), null));
         assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
         return hashes;
@@ -28,7 +30,9 @@ class EngineApiTest extends ServiceTest {
         var first = http.json("PUT", "/v1/namespaces/decl", TestLayout.declaration("m"));
         assertThat(first.statusCode()).isEqualTo(201);
         assertThat(first.body()).contains("\"blockBytes\":" + TestLayout.BLOCK_BYTES, "\"hashBytes\":32");
-        assertThat(http.json("PUT", "/v1/namespaces/decl", TestLayout.declaration("m")).statusCode()).isEqualTo(200);
+        assertThat(http.json("PUT", "/v1/namespaces/decl", TestLayout.declaration("m"))
+                        .statusCode())
+                .isEqualTo(200);
         assertThat(http.get("/v1/namespaces/decl").body()).contains("\"dtype\":\"float16\"");
         assertThat(http.get("/v1/namespaces").body()).contains("\"decl\"");
     }
@@ -36,19 +40,23 @@ class EngineApiTest extends ServiceTest {
     @Test
     void redeclaringWithAnotherLayoutIsAConflict() throws Exception {
         declare("conflict");
-        var r = http.json("PUT", "/v1/namespaces/conflict", TestLayout.declaration("m").replace("\"layers\":2", "\"layers\":4"));
+        var r = http.json(
+                "PUT", "/v1/namespaces/conflict", TestLayout.declaration("m").replace("\"layers\":2", "\"layers\":4"));
         assertThat(r.statusCode()).isEqualTo(409);
         assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
     }
 
     @Test
     void invalidDeclarationsNameTheField() throws Exception {
-        var negative = http.json("PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("\"headDim\":64", "\"headDim\":-1"));
+        var negative = http.json(
+                "PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("\"headDim\":64", "\"headDim\":-1"));
         assertThat(negative.statusCode()).isEqualTo(400);
         assertThat(negative.body()).contains("\"field\":\"layout.headDim\"");
-        var dtype = http.json("PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("float16", "float13"));
+        var dtype = http.json(
+                "PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("float16", "float13"));
         assertThat(dtype.body()).contains("\"field\":\"layout.dtype\"", "bfloat16");
-        var wrongType = http.json("PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("\"layers\":2", "\"layers\":\"two\""));
+        var wrongType = http.json(
+                "PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace("\"layers\":2", "\"layers\":\"two\""));
         assertThat(wrongType.statusCode()).isEqualTo(400);
         assertThat(wrongType.body()).contains("\"field\":\"layout.layers\"").doesNotContain("at tools.jackson");
         var notJson = http.json("PUT", "/v1/namespaces/bad", "{\"model\":");
@@ -56,7 +64,8 @@ class EngineApiTest extends ServiceTest {
         var badName = http.json("PUT", "/v1/namespaces/b%20d", TestLayout.declaration("m"));
         assertThat(badName.statusCode()).isEqualTo(400);
         assertThat(badName.body()).contains("\"field\":\"namespace\"");
-        var noSeed = http.json("PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace(",\"hashSeed\":\"0\"", ""));
+        var noSeed = http.json(
+                "PUT", "/v1/namespaces/bad", TestLayout.declaration("m").replace(",\"hashSeed\":\"0\"", ""));
         assertThat(noSeed.body()).contains("\"field\":\"hashSeed\"");
     }
 
@@ -65,18 +74,24 @@ class EngineApiTest extends ServiceTest {
         declare("gap");
         int[] tokens = TestLayout.tokens(8, 11);
         List<BlockHash> all = TestLayout.hashes(tokens);
-        var r = http.putBytes("/v1/namespaces/gap/blocks", "application/octet-stream",
+        var r = http.putBytes(
+                "/v1/namespaces/gap/blocks",
+                "application/octet-stream",
                 Http.frames(all.subList(0, 5), TestLayout.blocks(5, 11), null));
         assertThat(r.statusCode()).isEqualTo(200);
-        var lookup = http.json("POST", "/v1/lookup", "{\"namespace\":\"gap\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
+        var lookup = http.json(
+                "POST", "/v1/lookup", "{\"namespace\":\"gap\",\"tokenIds\":" + TestLayout.tokenJson(tokens) + "}");
         assertThat(lookup.body()).contains("\"matchedBlocks\":5", "\"matchedTokens\":80", "\"tiers\":[\"DRAM\"");
     }
 
     @Test
     void badLookupsAreRefusedNamingTheField() throws Exception {
         declare("lk");
-        assertThat(http.json("POST", "/v1/lookup", "{\"namespace\":\"nope\",\"blockHashes\":[]}").statusCode()).isEqualTo(404);
-        var hex = http.json("POST", "/v1/lookup", "{\"namespace\":\"lk\",\"blockHashes\":[\"" + "ab".repeat(32) + "\",\"zz\"]}");
+        assertThat(http.json("POST", "/v1/lookup", "{\"namespace\":\"nope\",\"blockHashes\":[]}")
+                        .statusCode())
+                .isEqualTo(404);
+        var hex = http.json(
+                "POST", "/v1/lookup", "{\"namespace\":\"lk\",\"blockHashes\":[\"" + "ab".repeat(32) + "\",\"zz\"]}");
         assertThat(hex.statusCode()).isEqualTo(400);
         assertThat(hex.body()).contains("\"field\":\"blockHashes[1]\"");
         var shortHash = http.json("POST", "/v1/lookup", "{\"namespace\":\"lk\",\"blockHashes\":[\"abcd\"]}");
@@ -104,7 +119,9 @@ class EngineApiTest extends ServiceTest {
         assertThat(wrongLength.statusCode()).isEqualTo(400);
         assertThat(wrongLength.body()).contains("frame 0", "length is 100", String.valueOf(TestLayout.BLOCK_BYTES));
         byte[] truncated = Http.frames(hashes, TestLayout.blocks(1, 5), null);
-        var cut = http.putBytes("/v1/namespaces/frames/blocks", "application/octet-stream",
+        var cut = http.putBytes(
+                "/v1/namespaces/frames/blocks",
+                "application/octet-stream",
                 java.util.Arrays.copyOf(truncated, truncated.length - 10));
         assertThat(cut.statusCode()).isEqualTo(400);
         assertThat(cut.body()).contains("ends after");
@@ -113,7 +130,9 @@ class EngineApiTest extends ServiceTest {
         var unknown = http.putBytes("/v1/namespaces/unknown/blocks", "application/octet-stream", truncated);
         assertThat(unknown.statusCode()).isEqualTo(404);
         List<BlockHash> many = TestLayout.hashes(TestLayout.tokens(70, 6));
-        var tooLarge = http.putBytes("/v1/namespaces/frames/blocks", "application/octet-stream",
+        var tooLarge = http.putBytes(
+                "/v1/namespaces/frames/blocks",
+                "application/octet-stream",
                 Http.frames(many, TestLayout.blocks(70, 6), null));
         assertThat(tooLarge.statusCode()).isEqualTo(413);
     }
@@ -122,7 +141,9 @@ class EngineApiTest extends ServiceTest {
     void storingTheSameKeyWithOtherBytesIsAConflict() throws Exception {
         declare("dup");
         List<BlockHash> hashes = store("dup", 1, 21);
-        var r = http.putBytes("/v1/namespaces/dup/blocks", "application/octet-stream",
+        var r = http.putBytes(
+                "/v1/namespaces/dup/blocks",
+                "application/octet-stream",
                 Http.frames(hashes, TestLayout.blocks(1, 99), null));
         assertThat(r.statusCode()).isEqualTo(409);
     }
@@ -135,16 +156,30 @@ class EngineApiTest extends ServiceTest {
         var r = http.fetch("fetch404", "{\"blockHashes\":[\"" + hashes.get(0).hex() + "\",\"" + missing + "\"]}");
         assertThat(r.statusCode()).isEqualTo(404);
         assertThat(new String(r.body())).contains(missing, "blockHashes[1]");
-        assertThat(http.fetch("fetch404", "{\"blockHashes\":[\"xyz\"]}").statusCode()).isEqualTo(400);
+        assertThat(http.fetch("fetch404", "{\"blockHashes\":[\"xyz\"]}").statusCode())
+                .isEqualTo(400);
     }
 
     @Test
     void deletedBlockIsGoneAndDeletingItAgainIs404() throws Exception {
         declare("del");
         List<BlockHash> hashes = store("del", 3, 41);
-        assertThat(http.send("DELETE", "/v1/namespaces/del/blocks/" + hashes.get(1).hex(), null, null).statusCode()).isEqualTo(204);
-        assertThat(http.send("DELETE", "/v1/namespaces/del/blocks/" + hashes.get(1).hex(), null, null).statusCode()).isEqualTo(404);
-        var lookup = http.json("POST", "/v1/lookup", "{\"namespace\":\"del\",\"blockHashes\":" + Http.hexList(hashes) + "}");
+        assertThat(http.send(
+                                "DELETE",
+                                "/v1/namespaces/del/blocks/" + hashes.get(1).hex(),
+                                null,
+                                null)
+                        .statusCode())
+                .isEqualTo(204);
+        assertThat(http.send(
+                                "DELETE",
+                                "/v1/namespaces/del/blocks/" + hashes.get(1).hex(),
+                                null,
+                                null)
+                        .statusCode())
+                .isEqualTo(404);
+        var lookup =
+                http.json("POST", "/v1/lookup", "{\"namespace\":\"del\",\"blockHashes\":" + Http.hexList(hashes) + "}");
         assertThat(lookup.body()).contains("\"matchedBlocks\":1");
     }
 
@@ -156,7 +191,8 @@ class EngineApiTest extends ServiceTest {
         assertThat(r.body()).contains("\"deletedBlocks\":4");
         assertThat(http.get("/v1/namespaces/gone").statusCode()).isEqualTo(404);
         declare("gone");
-        var lookup = http.json("POST", "/v1/lookup", "{\"namespace\":\"gone\",\"blockHashes\":" + Http.hexList(hashes) + "}");
+        var lookup = http.json(
+                "POST", "/v1/lookup", "{\"namespace\":\"gone\",\"blockHashes\":" + Http.hexList(hashes) + "}");
         assertThat(lookup.body()).contains("\"matchedBlocks\":0");
     }
 
@@ -164,28 +200,54 @@ class EngineApiTest extends ServiceTest {
     void leasedBlocksCannotBeDeletedUntilReleased() throws Exception {
         declare("lease");
         List<BlockHash> hashes = store("lease", 2, 61);
-        var lookup = http.json("POST", "/v1/lookup", "{\"namespace\":\"lease\",\"lease\":true,\"blockHashes\":" + Http.hexList(hashes) + "}");
+        var lookup = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"lease\",\"lease\":true,\"blockHashes\":" + Http.hexList(hashes) + "}");
         String id = lookup.body().replaceAll(".*\"lease\":\\{\"id\":\"([^\"]+)\".*", "$1");
         assertThat(lookup.body()).contains("\"blocks\":2", "expiresAt");
         assertThat(http.get("/v1/leases/" + id).statusCode()).isEqualTo(200);
-        assertThat(http.send("DELETE", "/v1/namespaces/lease/blocks/" + hashes.get(0).hex(), null, null).statusCode()).isEqualTo(409);
-        assertThat(http.send("DELETE", "/v1/leases/" + id, null, null).statusCode()).isEqualTo(204);
-        assertThat(http.send("DELETE", "/v1/leases/" + id, null, null).statusCode()).isEqualTo(404);
-        assertThat(http.send("DELETE", "/v1/namespaces/lease/blocks/" + hashes.get(0).hex(), null, null).statusCode()).isEqualTo(204);
+        assertThat(http.send(
+                                "DELETE",
+                                "/v1/namespaces/lease/blocks/" + hashes.get(0).hex(),
+                                null,
+                                null)
+                        .statusCode())
+                .isEqualTo(409);
+        assertThat(http.send("DELETE", "/v1/leases/" + id, null, null).statusCode())
+                .isEqualTo(204);
+        assertThat(http.send("DELETE", "/v1/leases/" + id, null, null).statusCode())
+                .isEqualTo(404);
+        assertThat(http.send(
+                                "DELETE",
+                                "/v1/namespaces/lease/blocks/" + hashes.get(0).hex(),
+                                null,
+                                null)
+                        .statusCode())
+                .isEqualTo(204);
     }
 
     @Test
     void unreleasedLeaseExpiresAndFreesItsBlocks() throws Exception {
         declare("expiry");
         List<BlockHash> hashes = store("expiry", 2, 71);
-        var lookup = http.json("POST", "/v1/lookup", "{\"namespace\":\"expiry\",\"lease\":true,\"blockHashes\":" + Http.hexList(hashes) + "}");
+        var lookup = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"expiry\",\"lease\":true,\"blockHashes\":" + Http.hexList(hashes) + "}");
         String id = lookup.body().replaceAll(".*\"lease\":\\{\"id\":\"([^\"]+)\".*", "$1");
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (http.get("/v1/leases/" + id).statusCode() == 200 && System.nanoTime() < deadline) {
             Thread.sleep(200);
         }
         assertThat(http.get("/v1/leases/" + id).statusCode()).isEqualTo(404);
-        assertThat(http.send("DELETE", "/v1/namespaces/expiry/blocks/" + hashes.get(0).hex(), null, null).statusCode()).isEqualTo(204);
+        assertThat(http.send(
+                                "DELETE",
+                                "/v1/namespaces/expiry/blocks/" + hashes.get(0).hex(),
+                                null,
+                                null)
+                        .statusCode())
+                .isEqualTo(204);
     }
 
     @Test
@@ -206,11 +268,14 @@ class EngineApiTest extends ServiceTest {
         assertThat(declared.headers().firstValue("Content-Type")).hasValue("application/problem+json");
         assertThat(declared.body()).contains("max-request-size");
         // chunked, with no length declared: cut off while it is read
-        var chunked = Http.CLIENT.send(java.net.http.HttpRequest.newBuilder(
-                java.net.URI.create("http://127.0.0.1:" + port + "/v1/lookup")).header("Content-Type", "application/json")
-                .POST(java.net.http.HttpRequest.BodyPublishers.ofInputStream(
-                        () -> new java.io.ByteArrayInputStream(huge.getBytes(java.nio.charset.StandardCharsets.UTF_8))))
-                .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+        var chunked = Http.CLIENT.send(
+                java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/lookup"))
+                        .header("Content-Type", "application/json")
+                        .POST(java.net.http.HttpRequest.BodyPublishers.ofInputStream(
+                                () -> new java.io.ByteArrayInputStream(
+                                        huge.getBytes(java.nio.charset.StandardCharsets.UTF_8))))
+                        .build(),
+                java.net.http.HttpResponse.BodyHandlers.ofString());
         assertThat(chunked.statusCode()).isEqualTo(413);
         assertThat(chunked.body()).contains("max-request-size");
     }
@@ -221,7 +286,8 @@ class EngineApiTest extends ServiceTest {
             var out = socket.getOutputStream();
             var in = new java.io.BufferedInputStream(socket.getInputStream());
             for (int i = 0; i < 250; i++) {
-                out.write("GET /v1/namespaces HTTP/1.1\r\nHost: kvstore\r\n\r\n".getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+                out.write("GET /v1/namespaces HTTP/1.1\r\nHost: kvstore\r\n\r\n"
+                        .getBytes(java.nio.charset.StandardCharsets.US_ASCII));
                 out.flush();
                 long length = -1;
                 String line;

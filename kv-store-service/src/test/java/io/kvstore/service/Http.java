@@ -1,6 +1,6 @@
 package io.kvstore.service;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -24,7 +24,9 @@ final class Http {
     HttpResponse<String> send(String method, String path, String contentType, String body, String... headers)
             throws IOException, InterruptedException {
         var builder = HttpRequest.newBuilder(URI.create(base + path))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+                .method(
+                        method,
+                        body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (contentType != null) {
             builder.header("Content-Type", contentType);
         }
@@ -34,7 +36,8 @@ final class Http {
         return CLIENT.send(builder.build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    HttpResponse<String> json(String method, String path, String body, String... headers) throws IOException, InterruptedException {
+    HttpResponse<String> json(String method, String path, String body, String... headers)
+            throws IOException, InterruptedException {
         return send(method, path, "application/json", body, headers);
     }
 
@@ -42,14 +45,22 @@ final class Http {
         return send("GET", path, null, null, headers);
     }
 
-    HttpResponse<String> putBytes(String path, String contentType, byte[] body) throws IOException, InterruptedException {
-        return CLIENT.send(HttpRequest.newBuilder(URI.create(base + path)).header("Content-Type", contentType)
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(body)).build(), HttpResponse.BodyHandlers.ofString());
+    HttpResponse<String> putBytes(String path, String contentType, byte[] body)
+            throws IOException, InterruptedException {
+        return CLIENT.send(
+                HttpRequest.newBuilder(URI.create(base + path))
+                        .header("Content-Type", contentType)
+                        .PUT(HttpRequest.BodyPublishers.ofByteArray(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
     }
 
     HttpResponse<byte[]> fetch(String namespace, String jsonBody) throws IOException, InterruptedException {
-        return CLIENT.send(HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + namespace + "/blocks:fetch"))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(jsonBody)).build(),
+        return CLIENT.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + namespace + "/blocks:fetch"))
+                        .header("Content-Type", "application/json")
+                        .POST(HttpRequest.BodyPublishers.ofString(jsonBody))
+                        .build(),
                 HttpResponse.BodyHandlers.ofByteArray());
     }
 
@@ -75,6 +86,8 @@ final class Http {
     }
 
     static String hexList(List<BlockHash> hashes) {
-        return hashes.stream().map(h -> "\"" + h.hex() + "\"").collect(java.util.stream.Collectors.joining(",", "[", "]"));
+        return hashes.stream()
+                .map(h -> "\"" + h.hex() + "\"")
+                .collect(java.util.stream.Collectors.joining(",", "[", "]"));
     }
 }

@@ -12,13 +12,22 @@ class ObservabilityTest extends ServiceTest {
     void prometheusExposesTheDocumentedMeterNames() throws Exception {
         http.json("PUT", "/v1/namespaces/obs", TestLayout.declaration("m"));
         var hashes = TestLayout.hashes(TestLayout.tokens(2, 7));
-        http.putBytes("/v1/namespaces/obs/blocks", "application/octet-stream", Http.frames(hashes, TestLayout.blocks(2, 7), null));
+        http.putBytes(
+                "/v1/namespaces/obs/blocks",
+                "application/octet-stream",
+                Http.frames(hashes, TestLayout.blocks(2, 7), null));
         http.json("POST", "/v1/lookup", "{\"namespace\":\"obs\",\"blockHashes\":" + Http.hexList(hashes) + "}");
         String body = http.get("/actuator/prometheus").body();
-        for (String name : List.of("kvstore_tier_capacity_bytes{tier=\"DRAM\"}", "kvstore_tier_used_bytes{tier=\"NVME\"}",
-                "kvstore_tier_blocks{tier=\"DRAM\"}", "kvstore_lookup_requests_total", "kvstore_lookup_blocks_total",
-                "kvstore_lookup_hit_blocks_total{tier=\"DRAM\"}", "kvstore_lookup_seconds_bucket",
-                "kvstore_transfer_bytes_total{backend=\"http\",dst=\"DRAM\",src=\"http\"}", "kvstore_transfer_seconds",
+        for (String name : List.of(
+                "kvstore_tier_capacity_bytes{tier=\"DRAM\"}",
+                "kvstore_tier_used_bytes{tier=\"NVME\"}",
+                "kvstore_tier_blocks{tier=\"DRAM\"}",
+                "kvstore_lookup_requests_total",
+                "kvstore_lookup_blocks_total",
+                "kvstore_lookup_hit_blocks_total{tier=\"DRAM\"}",
+                "kvstore_lookup_seconds_bucket",
+                "kvstore_transfer_bytes_total{backend=\"http\",dst=\"DRAM\",src=\"http\"}",
+                "kvstore_transfer_seconds",
                 "kvstore_leases_active")) {
             assertThat(body).as(name).contains(name);
         }
@@ -31,8 +40,11 @@ class ObservabilityTest extends ServiceTest {
     }
 
     private static double dramHits(String prometheus) {
-        var m = java.util.regex.Pattern.compile("(?m)^kvstore_lookup_hit_blocks_total\\{tier=\"DRAM\"\\} (\\S+)$").matcher(prometheus);
-        assertThat(m.find()).as("kvstore_lookup_hit_blocks_total{tier=DRAM} is exported").isTrue();
+        var m = java.util.regex.Pattern.compile("(?m)^kvstore_lookup_hit_blocks_total\\{tier=\"DRAM\"\\} (\\S+)$")
+                .matcher(prometheus);
+        assertThat(m.find())
+                .as("kvstore_lookup_hit_blocks_total{tier=DRAM} is exported")
+                .isTrue();
         return Double.parseDouble(m.group(1));
     }
 
@@ -47,11 +59,24 @@ class ObservabilityTest extends ServiceTest {
     void openApiDocumentDescribesEveryControllerMapping() throws Exception {
         var r = http.get("/v3/api-docs");
         assertThat(r.statusCode()).isEqualTo(200);
-        for (String path : List.of("/v1/lookup", "/v1/namespaces/{ns}", "/v1/namespaces", "/v1/namespaces/{ns}/blocks",
-                "/v1/namespaces/{ns}/blocks:fetch", "/v1/namespaces/{ns}/blocks/{hash}", "/v1/leases/{id}",
-                "/v1/transport", "/v1/namespaces/{ns}/blocks:reserve", "/v1/namespaces/{ns}/blocks:commit",
+        for (String path : List.of(
+                "/v1/lookup",
+                "/v1/namespaces/{ns}",
+                "/v1/namespaces",
+                "/v1/namespaces/{ns}/blocks",
+                "/v1/namespaces/{ns}/blocks:fetch",
+                "/v1/namespaces/{ns}/blocks/{hash}",
+                "/v1/leases/{id}",
+                "/v1/transport",
+                "/v1/namespaces/{ns}/blocks:reserve",
+                "/v1/namespaces/{ns}/blocks:commit",
                 "/v1/reservations/{id}",
-                "/admin/tiers", "/admin/eviction-policy", "/admin/evict", "/admin/pin", "/admin/unpin", "/admin/backends")) {
+                "/admin/tiers",
+                "/admin/eviction-policy",
+                "/admin/evict",
+                "/admin/pin",
+                "/admin/unpin",
+                "/admin/backends")) {
             assertThat(r.body()).as(path).contains("\"" + path + "\"");
         }
     }

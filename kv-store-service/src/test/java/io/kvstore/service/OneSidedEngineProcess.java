@@ -1,6 +1,6 @@
 package io.kvstore.service;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import io.kvstore.transfer.LocalRegion;
 import io.kvstore.transfer.RemoteRegion;
 import io.kvstore.transfer.TransferOp;
@@ -50,7 +50,8 @@ public final class OneSidedEngineProcess {
 
         if (mode.equals("lease-and-die")) {
             JsonNode lookup = post(base + "/v1/lookup", Map.of("namespace", ns, "tokenIds", tokens, "lease", true));
-            System.out.println("LEASE " + lookup.get("lease").get("id").asString() + " " + lookup.get("matchedBlocks").asInt());
+            System.out.println("LEASE " + lookup.get("lease").get("id").asString() + " "
+                    + lookup.get("matchedBlocks").asInt());
             System.out.flush();
             Thread.sleep(TimeUnit.MINUTES.toMillis(10));
             return;
@@ -61,11 +62,17 @@ public final class OneSidedEngineProcess {
             fail("transport unavailable: " + transport.get("reason").asString());
         }
         JsonNode r0 = transport.get("regions").get(0);
-        RemoteRegion remote = new RemoteRegion(r0.get("address").asLong(), r0.get("length").asLong(),
+        RemoteRegion remote = new RemoteRegion(
+                r0.get("address").asLong(),
+                r0.get("length").asLong(),
                 Base64.getDecoder().decode(r0.get("remoteKey").asString()));
-        UcxSettings settings = tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
+        UcxSettings settings =
+                tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
         try (UcxTransferEngine ucx = UcxTransferEngine.create(settings);
-                UcxPeer kvstore = ucx.connect("kvstore", Base64.getDecoder().decode(transport.get("workerAddress").asString()));
+                UcxPeer kvstore = ucx.connect(
+                        "kvstore",
+                        Base64.getDecoder()
+                                .decode(transport.get("workerAddress").asString()));
                 LocalRegion out = ucx.allocate((long) count * block);
                 LocalRegion in = ucx.allocate((long) count * block)) {
             // reserve, WRITE, commit
@@ -89,18 +96,22 @@ public final class OneSidedEngineProcess {
             List<TransferSpan> writes = new ArrayList<>();
             for (JsonNode slot : reservation.get("slots")) {
                 int i = index.get(slot.get("hash").asString());
-                writes.add(new TransferSpan((long) i * block, slot.get("address").asLong() - remote.address(),
+                writes.add(new TransferSpan(
+                        (long) i * block,
+                        slot.get("address").asLong() - remote.address(),
                         slot.get("length").asInt()));
             }
             long t0 = System.nanoTime();
             ucx.post(TransferOp.WRITE, out, kvstore, remote, writes).get(60, TimeUnit.SECONDS);
             long writeNanos = System.nanoTime() - t0;
-            JsonNode commit = post(base + "/v1/namespaces/" + ns + "/blocks:commit",
+            JsonNode commit = post(
+                    base + "/v1/namespaces/" + ns + "/blocks:commit",
                     Map.of("reservationId", reservation.get("reservationId").asString(), "crc32c", crcs));
             if (!commit.get("failed").isEmpty()) {
                 fail("commit refused blocks: " + commit.get("failed"));
             }
-            int stored = commit.get("committed").size() + commit.get("alreadyStored").size();
+            int stored =
+                    commit.get("committed").size() + commit.get("alreadyStored").size();
 
             // look up with a lease, READ in place, compare
             JsonNode lookup = post(base + "/v1/lookup", Map.of("namespace", ns, "tokenIds", tokens, "lease", true));
@@ -114,10 +125,13 @@ public final class OneSidedEngineProcess {
                     fail("leased block " + location.get("hash").asString() + " has no location");
                 }
                 int i = index.get(location.get("hash").asString());
-                if (location.get("crc32c").asLong() != crcs.get(location.get("hash").asString())) {
+                if (location.get("crc32c").asLong()
+                        != crcs.get(location.get("hash").asString())) {
                     fail("block " + i + " is listed with another CRC32C than the one written");
                 }
-                reads.add(new TransferSpan((long) i * block, location.get("address").asLong() - remote.address(),
+                reads.add(new TransferSpan(
+                        (long) i * block,
+                        location.get("address").asLong() - remote.address(),
                         location.get("length").asInt()));
             }
             t0 = System.nanoTime();
@@ -125,12 +139,18 @@ public final class OneSidedEngineProcess {
             long readNanos = System.nanoTime() - t0;
             long mismatch = in.segment().mismatch(out.segment());
             if (mismatch != -1) {
-                fail("bytes read back differ from those written at offset " + mismatch + " (block " + mismatch / block + ")");
+                fail("bytes read back differ from those written at offset " + mismatch + " (block " + mismatch / block
+                        + ")");
             }
             send("DELETE", base + "/v1/leases/" + lease.get("id").asString(), null);
-            System.out.printf("OK %d blocks reserved, written, committed (%d stored), leased and read back byte-exact; "
-                    + "path %s; WRITE %.1f MB/s, READ %.1f MB/s%n", count, stored, kvstore.path(),
-                    (double) count * block * 1e3 / writeNanos, (double) count * block * 1e3 / readNanos);
+            System.out.printf(
+                    "OK %d blocks reserved, written, committed (%d stored), leased and read back byte-exact; "
+                            + "path %s; WRITE %.1f MB/s, READ %.1f MB/s%n",
+                    count,
+                    stored,
+                    kvstore.path(),
+                    (double) count * block * 1e3 / writeNanos,
+                    (double) count * block * 1e3 / readNanos);
         }
     }
 
@@ -150,7 +170,8 @@ public final class OneSidedEngineProcess {
 
     private static JsonNode send(String method, String url, String body) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url));
-        b.method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
+        b.method(
+                method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofString(body));
         if (body != null) {
             b.header("Content-Type", "application/json");
         }

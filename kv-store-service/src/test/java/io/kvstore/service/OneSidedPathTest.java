@@ -3,7 +3,7 @@ package io.kvstore.service;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import io.kvstore.ffm.ucx.Ucp;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -36,23 +36,39 @@ class OneSidedPathTest extends ServiceTest {
 
     private Process engine(String ns, int seed, String tls, String mode) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(java, "-Xmx128m", "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), OneSidedEngineProcess.class.getName(), "http://127.0.0.1:" + port,
-                ns, Integer.toString(BLOCKS), Integer.toString(seed), tls, mode)
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        return new ProcessBuilder(
+                        java,
+                        "-Xmx128m",
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        OneSidedEngineProcess.class.getName(),
+                        "http://127.0.0.1:" + port,
+                        ns,
+                        Integer.toString(BLOCKS),
+                        Integer.toString(seed),
+                        tls,
+                        mode)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
     }
 
     private static String output(Process p) throws Exception {
-        assertThat(p.waitFor(120, TimeUnit.SECONDS)).as("engine process finished").isTrue();
+        assertThat(p.waitFor(120, TimeUnit.SECONDS))
+                .as("engine process finished")
+                .isTrue();
         try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
             // the process logs to stdout too; its verdict is the line starting OK or FAIL
-            return out.lines().filter(l -> l.startsWith("OK ") || l.startsWith("FAIL ") || l.startsWith("LEASE "))
+            return out.lines()
+                    .filter(l -> l.startsWith("OK ") || l.startsWith("FAIL ") || l.startsWith("LEASE "))
                     .collect(Collectors.joining("\n"));
         }
     }
 
     private void roundTrip(String ns, int seed, String tls, String expectedPath) throws Exception {
-        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("one-sided")).statusCode()).isIn(200, 201);
+        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("one-sided"))
+                        .statusCode())
+                .isIn(200, 201);
         Process p = engine(ns, seed, tls, "roundtrip");
         String out = output(p);
         System.out.println("engine process (" + (tls.isEmpty() ? "UCX default transports" : tls) + "): " + out);
@@ -80,7 +96,8 @@ class OneSidedPathTest extends ServiceTest {
     void transportDescribesTheRegisteredDramTier() throws Exception {
         var r = http.get("/v1/transport");
         assertThat(r.statusCode()).isEqualTo(200);
-        assertThat(r.body()).contains("\"available\":true", "\"tier\":\"DRAM\"", "\"length\":2097152", "\"workerAddress\":\"");
+        assertThat(r.body())
+                .contains("\"available\":true", "\"tier\":\"DRAM\"", "\"length\":2097152", "\"workerAddress\":\"");
     }
 
     @Test
@@ -106,7 +123,9 @@ class OneSidedPathTest extends ServiceTest {
             String leaseId = line.split(" ")[1];
             assertThat(http.get("/v1/leases/" + leaseId).statusCode()).isEqualTo(200);
             // held: the namespace's blocks cannot be deleted
-            assertThat(http.send("DELETE", "/v1/namespaces/onesided-dies", null, null).statusCode()).isEqualTo(409);
+            assertThat(http.send("DELETE", "/v1/namespaces/onesided-dies", null, null)
+                            .statusCode())
+                    .isEqualTo(409);
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
 
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -126,24 +145,35 @@ class OneSidedPathTest extends ServiceTest {
     void aReservationNeverCommittedExpiresAndItsSlotsReturn() throws Exception {
         http.json("PUT", "/v1/namespaces/onesided-expiry", TestLayout.declaration("one-sided"));
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(4, 31));
-        String blocks = hashes.stream().map(h -> "{\"hash\":\"" + h.hex() + "\"}").collect(Collectors.joining(",", "[", "]"));
-        var reserved = http.json("POST", "/v1/namespaces/onesided-expiry/blocks:reserve",
+        String blocks =
+                hashes.stream().map(h -> "{\"hash\":\"" + h.hex() + "\"}").collect(Collectors.joining(",", "[", "]"));
+        var reserved = http.json(
+                "POST",
+                "/v1/namespaces/onesided-expiry/blocks:reserve",
                 "{\"blocks\":" + blocks + ",\"timeoutSeconds\":1}");
         assertThat(reserved.statusCode()).as(reserved.body()).isEqualTo(200);
-        assertThat(reserved.body()).contains("\"slots\":[{\"hash\":\"" + hashes.get(0).hex());
+        assertThat(reserved.body())
+                .contains("\"slots\":[{\"hash\":\"" + hashes.get(0).hex());
         String id = reserved.body().replaceAll(".*\"reservationId\":\"([^\"]+)\".*", "$1");
 
         Thread.sleep(3_000);
-        var late = http.json("POST", "/v1/namespaces/onesided-expiry/blocks:commit", "{\"reservationId\":\"" + id + "\"}");
+        var late =
+                http.json("POST", "/v1/namespaces/onesided-expiry/blocks:commit", "{\"reservationId\":\"" + id + "\"}");
         assertThat(late.statusCode()).isEqualTo(404);
         assertThat(late.body()).contains("expired");
-        assertThat(http.json("POST", "/v1/lookup", "{\"namespace\":\"onesided-expiry\",\"blockHashes\":"
-                + Http.hexList(hashes) + "}").body()).contains("\"matchedBlocks\":0");
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"onesided-expiry\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
+                .contains("\"matchedBlocks\":0");
 
         var again = http.json("POST", "/v1/namespaces/onesided-expiry/blocks:reserve", "{\"blocks\":" + blocks + "}");
         String second = again.body().replaceAll(".*\"reservationId\":\"([^\"]+)\".*", "$1");
-        assertThat(http.send("DELETE", "/v1/reservations/" + second, null, null).statusCode()).isEqualTo(204);
-        assertThat(http.send("DELETE", "/v1/reservations/" + second, null, null).statusCode()).isEqualTo(404);
+        assertThat(http.send("DELETE", "/v1/reservations/" + second, null, null).statusCode())
+                .isEqualTo(204);
+        assertThat(http.send("DELETE", "/v1/reservations/" + second, null, null).statusCode())
+                .isEqualTo(404);
     }
 
     @Test
@@ -152,24 +182,33 @@ class OneSidedPathTest extends ServiceTest {
         var none = http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve", "{\"blocks\":[]}");
         assertThat(none.statusCode()).isEqualTo(400);
         assertThat(none.body()).contains("\"field\":\"blocks\"");
-        var badHash = http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve", "{\"blocks\":[{\"hash\":\"xyz\"}]}");
+        var badHash =
+                http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve", "{\"blocks\":[{\"hash\":\"xyz\"}]}");
         assertThat(badHash.statusCode()).isEqualTo(400);
-        var noHash = http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve", "{\"blocks\":[{\"parent\":\"ab\"}]}");
+        var noHash =
+                http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve", "{\"blocks\":[{\"parent\":\"ab\"}]}");
         assertThat(noHash.body()).contains("\"field\":\"blocks[0].hash\"");
         String h = TestLayout.hashes(TestLayout.tokens(1, 5)).get(0).hex();
-        var twice = http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve",
+        var twice = http.json(
+                "POST",
+                "/v1/namespaces/onesided-bad/blocks:reserve",
                 "{\"blocks\":[{\"hash\":\"" + h + "\"},{\"hash\":\"" + h + "\"}]}");
         assertThat(twice.statusCode()).isEqualTo(400);
         assertThat(twice.body()).contains("twice");
-        var timeout = http.json("POST", "/v1/namespaces/onesided-bad/blocks:reserve",
+        var timeout = http.json(
+                "POST",
+                "/v1/namespaces/onesided-bad/blocks:reserve",
                 "{\"blocks\":[{\"hash\":\"" + h + "\"}],\"timeoutSeconds\":0}");
         assertThat(timeout.body()).contains("\"field\":\"timeoutSeconds\"");
-        var unknownNs = http.json("POST", "/v1/namespaces/nope/blocks:reserve", "{\"blocks\":[{\"hash\":\"" + h + "\"}]}");
+        var unknownNs =
+                http.json("POST", "/v1/namespaces/nope/blocks:reserve", "{\"blocks\":[{\"hash\":\"" + h + "\"}]}");
         assertThat(unknownNs.statusCode()).isEqualTo(404);
         var unknown = http.json("POST", "/v1/namespaces/onesided-bad/blocks:commit", "{\"reservationId\":\"nope\"}");
         assertThat(unknown.statusCode()).isEqualTo(404);
         assertThat(unknown.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        var badCrc = http.json("POST", "/v1/namespaces/onesided-bad/blocks:commit",
+        var badCrc = http.json(
+                "POST",
+                "/v1/namespaces/onesided-bad/blocks:commit",
                 "{\"reservationId\":\"nope\",\"crc32c\":{\"" + h + "\":-1}}");
         assertThat(badCrc.statusCode()).isEqualTo(400);
         assertThat(badCrc.body()).contains("unsigned 32-bit");

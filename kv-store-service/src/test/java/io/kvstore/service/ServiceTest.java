@@ -9,16 +9,19 @@ import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
 /** One real server (random port, small tiers, 2 s leases) shared by the API test classes. */
-@SpringBootTest(webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT, properties = {
-        "kvstore.admin-token=secret",
-        "kvstore.lease-timeout=2s",
-        "kvstore.max-request-size=1MB",
-        "kvstore.tiers.dram.capacity=2MB",
-        "kvstore.tiers.dram.slab-size=256KB",
-        "kvstore.tiers.nvme.capacity=4MB",
-        "kvstore.tiers.nvme.file-size=1MB",
-        "kvstore.tiers.nvme.slab-size=256KB",
-        "kvstore.tiers.nvme.io-threads=2"})
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "kvstore.admin-token=secret",
+            "kvstore.lease-timeout=2s",
+            "kvstore.max-request-size=1MB",
+            "kvstore.tiers.dram.capacity=2MB",
+            "kvstore.tiers.dram.slab-size=256KB",
+            "kvstore.tiers.nvme.capacity=4MB",
+            "kvstore.tiers.nvme.file-size=1MB",
+            "kvstore.tiers.nvme.slab-size=256KB",
+            "kvstore.tiers.nvme.io-threads=2"
+        })
 abstract class ServiceTest {
 
     static final Path DATA_DIR;

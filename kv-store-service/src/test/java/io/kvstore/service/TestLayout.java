@@ -1,6 +1,6 @@
 package io.kvstore.service;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import io.kvstore.hashing.BlockHasher;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.hashing.HashScheme;

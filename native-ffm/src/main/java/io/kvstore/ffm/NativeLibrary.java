@@ -100,12 +100,13 @@ public final class NativeLibrary {
      */
     public MethodHandle function(String symbol, FunctionDescriptor descriptor, Linker.Option... options) {
         return optionalFunction(symbol, descriptor, options)
-                .orElseThrow(() -> new LibraryUnavailableException(
-                        name + " at " + location + " lacks symbol " + symbol));
+                .orElseThrow(
+                        () -> new LibraryUnavailableException(name + " at " + location + " lacks symbol " + symbol));
     }
 
     /** A downcall handle for a symbol that older versions of the library may lack. */
-    public Optional<MethodHandle> optionalFunction(String symbol, FunctionDescriptor descriptor, Linker.Option... options) {
+    public Optional<MethodHandle> optionalFunction(
+            String symbol, FunctionDescriptor descriptor, Linker.Option... options) {
         return lookup.find(symbol).map(address -> LINKER.downcallHandle(address, descriptor, options));
     }
 

@@ -1,6 +1,8 @@
 package io.kvstore.catalog;
 
-import io.kvstore.tier.TierId;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -33,8 +35,8 @@ public final class Catalog {
     public CatalogEntry entryFor(BlockKey key, BlockHash parent, int length, int crc32c) {
         long deadline = System.nanoTime() + 30_000_000_000L;
         while (true) {
-            CatalogEntry entry = entries.computeIfAbsent(key,
-                    k -> new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
+            CatalogEntry entry = entries.computeIfAbsent(
+                    key, k -> new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
             if (!entry.dead()) {
                 return entry;
             }

@@ -1,6 +1,8 @@
 package io.kvstore.catalog;
 
-import io.kvstore.tier.TierId;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -24,6 +26,7 @@ public final class CatalogEntry {
 
     /** Written under the monitor, read without it on the lookup path. */
     private volatile int tiers;
+
     private int pins;
     private int leases;
     private int readers;
@@ -231,8 +234,7 @@ public final class CatalogEntry {
     }
 
     /** What {@link #finishMove} did. */
-    public record MoveOutcome(boolean clearedFrom, boolean recordedCopy) {
-    }
+    public record MoveOutcome(boolean clearedFrom, boolean recordedCopy) {}
 
     /**
      * Ends a move out of {@code from}: records the copy in {@code copiedTo} (may be null) and drops

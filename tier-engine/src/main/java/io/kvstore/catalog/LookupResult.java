@@ -1,6 +1,7 @@
 package io.kvstore.catalog;
 
-import io.kvstore.tier.TierId;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import java.util.List;
 
 /**

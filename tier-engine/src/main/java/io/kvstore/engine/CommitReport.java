@@ -1,6 +1,6 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
 import java.util.List;
 import java.util.Map;
 

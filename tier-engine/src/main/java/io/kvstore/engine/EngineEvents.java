@@ -1,8 +1,9 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.TierId;
 
 /**
  * What the engine reports as it works, for metrics. Called on the thread doing the work: keep it
@@ -10,26 +11,32 @@ import io.kvstore.tier.TierId;
  */
 public interface EngineEvents {
 
-    EngineEvents NONE = new EngineEvents() {
-    };
+    EngineEvents NONE = new EngineEvents() {};
 
     /** A block left {@code tier} by its eviction policy (moved down or dropped). */
-    default void evicted(TierId tier, EvictionPolicyKind policy, int bytes) {
-    }
+    default void evicted(TierId tier, EvictionPolicyKind policy, int bytes) {}
 
     /** A block was copied down from {@code from} to {@code to} on eviction. */
-    default void demoted(TierId from, TierId to, int bytes) {
-    }
+    default void demoted(TierId from, TierId to, int bytes) {}
 
     /** A block was copied up from {@code from} to {@code to} after a hit. */
-    default void promoted(TierId from, TierId to, int bytes) {
-    }
+    default void promoted(TierId from, TierId to, int bytes) {}
 
     /** A copy of {@code key} in {@code tier} failed its checksum and was dropped. */
-    default void checksumFailed(TierId tier, BlockKey key) {
-    }
+    default void checksumFailed(TierId tier, BlockKey key) {}
 
     /** Bytes moved between tiers inside this process. */
-    default void moved(TierId from, TierId to, long bytes, long nanos) {
-    }
+    default void moved(TierId from, TierId to, long bytes, long nanos) {}
+
+    /**
+     * A readable copy of {@code block} now exists in {@code tier}: stored, committed, demoted or promoted
+     * into it, or found there on restart. Called after the catalog shows the copy, once per copy.
+     */
+    default void copyAdded(TierId tier, BlockRecord block) {}
+
+    /**
+     * The copy of {@code key} in {@code tier} is no longer readable: evicted, demoted out, deleted or
+     * dropped as corrupt. Called after the catalog stopped showing it, once per copy that was added.
+     */
+    default void copyRemoved(TierId tier, BlockKey key, int length) {}
 }

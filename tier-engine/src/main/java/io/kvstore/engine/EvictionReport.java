@@ -1,5 +1,4 @@
 package io.kvstore.engine;
 
 /** What an explicit eviction did: blocks and bytes that left the tier. */
-public record EvictionReport(int blocks, long bytes) {
-}
+public record EvictionReport(int blocks, long bytes) {}

@@ -1,7 +1,7 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 
 /** A block a peer is about to write in place: its key, its parent's hash (null for a first block) and its length. */
 public record InPlaceBlock(BlockKey key, BlockHash parent, int length) {

@@ -1,7 +1,7 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockKey;
-import io.kvstore.tier.TierId;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import java.time.Instant;
 import java.util.List;
 
@@ -13,8 +13,7 @@ import java.util.List;
 public record Reservation(String id, TierId tier, List<Slot> slots, List<BlockKey> alreadyStored, Instant expiresAt) {
 
     /** One reserved slot: {@code offset} bytes into the tier's registered region. */
-    public record Slot(InPlaceBlock block, long offset) {
-    }
+    public record Slot(InPlaceBlock block, long offset) {}
 
     public Reservation {
         slots = List.copyOf(slots);

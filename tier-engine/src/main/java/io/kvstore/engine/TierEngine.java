@@ -1,19 +1,19 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.catalog.LookupResult;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.eviction.TierPolicy;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
@@ -57,6 +57,7 @@ public final class TierEngine implements AutoCloseable {
     private static final long READER_WAIT_NANOS = TimeUnit.SECONDS.toNanos(30);
     /** How long a write into a full tier waits for readers and demotions to let go of slots. */
     private static final long ROOM_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
     private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /** From this many bytes in one commit its checksums run on several cores. */
     private static final long PARALLEL_CHECKSUM_BYTES = 1L << 20;
@@ -76,15 +77,20 @@ public final class TierEngine implements AutoCloseable {
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
     private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
     private final ExecutorService mover;
-    private final java.util.concurrent.atomic.AtomicInteger pendingMoves = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.AtomicInteger pendingMoves =
+            new java.util.concurrent.atomic.AtomicInteger();
     private final ScheduledExecutorService leaseSweeper;
 
     /**
      * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
      * @param defaultLeaseTimeout how long a lease holds blocks when the caller names no timeout
      */
-    public TierEngine(Collection<? extends BlockTier> tierList, Map<TierId, TierSettings> tierSettings,
-            Duration defaultLeaseTimeout, EngineEvents events, Clock clock) {
+    public TierEngine(
+            Collection<? extends BlockTier> tierList,
+            Map<TierId, TierSettings> tierSettings,
+            Duration defaultLeaseTimeout,
+            EngineEvents events,
+            Clock clock) {
         if (tierList.isEmpty()) {
             throw new IllegalArgumentException("at least one tier is required");
         }
@@ -107,12 +113,14 @@ public final class TierEngine implements AutoCloseable {
             policies.put(id, new TierPolicy(s.policy(), parentOf));
             demotionQueued.put(id, new AtomicBoolean());
         }
-        this.mover = Executors.newSingleThreadExecutor(Thread.ofPlatform().name("kvstore-mover").daemon().factory());
+        this.mover = Executors.newSingleThreadExecutor(
+                Thread.ofPlatform().name("kvstore-mover").daemon().factory());
         this.leaseSweeper = Executors.newSingleThreadScheduledExecutor(
                 Thread.ofPlatform().name("kvstore-lease-sweeper").daemon().factory());
         recover();
         long sweepMillis = Math.max(50, Math.min(1000, defaultLeaseTimeout.toMillis() / 4));
-        leaseSweeper.scheduleWithFixedDelay(this::expireLeasesAndReservations, sweepMillis, sweepMillis, TimeUnit.MILLISECONDS);
+        leaseSweeper.scheduleWithFixedDelay(
+                this::expireLeasesAndReservations, sweepMillis, sweepMillis, TimeUnit.MILLISECONDS);
     }
 
     private void recover() {
@@ -121,6 +129,7 @@ public final class TierEngine implements AutoCloseable {
             for (BlockRecord r : records) {
                 CatalogEntry entry = catalog.entryFor(r.key(), r.parent(), r.length(), r.crc32c());
                 entry.addTier(tier.id());
+                events.copyAdded(tier.id(), r);
                 policies.get(tier.id()).onInsert(r.key(), entry.parentKey());
             }
             if (!records.isEmpty()) {
@@ -144,8 +153,10 @@ public final class TierEngine implements AutoCloseable {
         // one policy call per run of blocks in the same tier (usually the whole prefix), not one per block
         int runStart = 0;
         for (int i = 1; i <= result.matchedBlocks(); i++) {
-            if (i == result.matchedBlocks() || result.tiers().get(i) != result.tiers().get(runStart)) {
-                policies.get(result.tiers().get(runStart)).recordAccesses(result.blocks().subList(runStart, i));
+            if (i == result.matchedBlocks()
+                    || result.tiers().get(i) != result.tiers().get(runStart)) {
+                policies.get(result.tiers().get(runStart))
+                        .recordAccesses(result.blocks().subList(runStart, i));
                 runStart = i;
             }
         }
@@ -175,8 +186,14 @@ public final class TierEngine implements AutoCloseable {
             throw new IllegalArgumentException("block " + key + " has " + bytes.byteSize() + " bytes");
         }
         int crc = Checksums.crc32c(bytes);
-        return store(key, parent, (int) bytes.byteSize(), crc, tier,
-                (entry, record) -> writeWithRoom(tier, entry, record, bytes)).tier();
+        return store(
+                        key,
+                        parent,
+                        (int) bytes.byteSize(),
+                        crc,
+                        tier,
+                        (entry, record) -> writeWithRoom(tier, entry, record, bytes))
+                .tier();
     }
 
     /** How {@link #store} puts the first copy of a block into its tier. */
@@ -186,8 +203,7 @@ public final class TierEngine implements AutoCloseable {
     }
 
     /** Where a stored block is, and whether this store made the copy (false: it was already resident). */
-    private record Stored(TierId tier, boolean copied) {
-    }
+    private record Stored(TierId tier, boolean copied) {}
 
     /**
      * The one way a block becomes resident: claim the entry as its only writer, make the first copy,
@@ -213,14 +229,14 @@ public final class TierEngine implements AutoCloseable {
                 }
                 case BUSY, DEAD -> {
                     if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("block " + key + " is busy: another store of it has not finished in 30 s");
+                        throw new IllegalStateException(
+                                "block " + key + " is busy: another store of it has not finished in 30 s");
                     }
                     Thread.onSpinWait();
                     Thread.yield();
                     continue;
                 }
-                case OWNED -> {
-                }
+                case OWNED -> {}
             }
             BlockRecord record = new BlockRecord(key, parent, length, crc);
             try {
@@ -235,6 +251,7 @@ public final class TierEngine implements AutoCloseable {
                 throw e;
             }
             if (entry.publishWrite(target)) {
+                events.copyAdded(target, record);
                 policies.get(target).onInsert(key, entry.parentKey());
                 TierId durable = tiers.lastKey();
                 if (durable != target && writeThrough.contains(key.namespace())) {
@@ -287,9 +304,10 @@ public final class TierEngine implements AutoCloseable {
             return;
         }
         boolean transientHold = policies.get(id).nextVictim(k -> {
-            CatalogEntry e = catalog.get(k);
-            return e != null && e.heldBrieflyIn(id);
-        }) != null;
+                    CatalogEntry e = catalog.get(k);
+                    return e != null && e.heldBrieflyIn(id);
+                })
+                != null;
         if (!transientHold || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
         }
@@ -306,8 +324,8 @@ public final class TierEngine implements AutoCloseable {
             if (deadline == 0) {
                 deadline = System.nanoTime() + READER_WAIT_NANOS;
             } else if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("tier " + tier.id() + " still holds an unpublished copy of "
-                        + key + " after 30 s");
+                throw new IllegalStateException(
+                        "tier " + tier.id() + " still holds an unpublished copy of " + key + " after 30 s");
             }
             Thread.onSpinWait();
             Thread.yield();
@@ -365,7 +383,9 @@ public final class TierEngine implements AutoCloseable {
         TierPolicy policy = policies.get(id);
         List<CatalogEntry> claimed = new ArrayList<>();
         long bytes = 0;
-        for (int attempts = 0; claimed.size() < DEMOTION_BATCH && bytes < excessBytes && attempts < 4 * DEMOTION_BATCH; attempts++) {
+        for (int attempts = 0;
+                claimed.size() < DEMOTION_BATCH && bytes < excessBytes && attempts < 4 * DEMOTION_BATCH;
+                attempts++) {
             BlockKey victim = policy.nextVictim(k -> evictable(k, id));
             if (victim == null) {
                 break;
@@ -414,7 +434,10 @@ public final class TierEngine implements AutoCloseable {
             for (CatalogEntry entry : claimed) {
                 entry.abortMove();
             }
-            log.debug("batch demotion of {} blocks from {} failed ({}); moving them one by one", claimed.size(), id,
+            log.debug(
+                    "batch demotion of {} blocks from {} failed ({}); moving them one by one",
+                    claimed.size(),
+                    id,
                     e.getMessage());
             return 0;
         }
@@ -425,6 +448,9 @@ public final class TierEngine implements AutoCloseable {
             boolean droppedCorrupt = false;
             if (corrupt.contains(entry)) {
                 droppedCorrupt = entry.dropTier(id);
+                if (droppedCorrupt) {
+                    events.copyRemoved(id, key, entry.length());
+                }
                 events.checksumFailed(id, key);
                 log.warn("dropped corrupt copy of {} in tier {} during demotion", key, id);
             }
@@ -435,7 +461,11 @@ public final class TierEngine implements AutoCloseable {
             }
             if (newCopy) {
                 policies.get(below).onInsert(key, entry.parentKey());
+                events.copyAdded(below, recordOf(entry));
                 events.demoted(id, below, entry.length());
+            }
+            if (outcome.clearedFrom()) {
+                events.copyRemoved(id, key, entry.length());
             }
             if (outcome.clearedFrom() || droppedCorrupt) {
                 policy.onRemove(key);
@@ -458,9 +488,8 @@ public final class TierEngine implements AutoCloseable {
      */
     private boolean evictOne(TierId id, int preferLength) {
         TierPolicy policy = policies.get(id);
-        BlockKey victim = preferLength > 0
-                ? policy.nextVictim(k -> evictable(k, id) && lengthOf(k) == preferLength)
-                : null;
+        BlockKey victim =
+                preferLength > 0 ? policy.nextVictim(k -> evictable(k, id) && lengthOf(k) == preferLength) : null;
         if (victim == null) {
             victim = policy.nextVictim(k -> evictable(k, id));
         }
@@ -502,10 +531,19 @@ public final class TierEngine implements AutoCloseable {
             // a delete removed the block while we copied it; finishMove below sees it dead
         } catch (ChecksumMismatchException corrupt) {
             droppedCorrupt = entry.dropTier(id);
+            if (droppedCorrupt) {
+                events.copyRemoved(id, victim, entry.length());
+            }
             events.checksumFailed(id, victim);
             log.warn("dropped corrupt copy of {} in tier {} during demotion", victim, id);
         } catch (IOException | RuntimeException e) {
-            log.warn("could not demote {} from {} to {}: {}; dropping it from {}", victim, id, below, e.getMessage(), id);
+            log.warn(
+                    "could not demote {} from {} to {}: {}; dropping it from {}",
+                    victim,
+                    id,
+                    below,
+                    e.getMessage(),
+                    id);
         }
         CatalogEntry.MoveOutcome outcome = entry.finishMove(id, copiedTo);
         boolean freed = outcome.clearedFrom() || droppedCorrupt;
@@ -516,7 +554,11 @@ public final class TierEngine implements AutoCloseable {
         }
         if (newCopy) {
             policies.get(below).onInsert(victim, entry.parentKey());
+            events.copyAdded(below, recordOf(entry));
             events.demoted(id, below, entry.length());
+        }
+        if (outcome.clearedFrom()) {
+            events.copyRemoved(id, victim, entry.length());
         }
         if (freed) {
             // policy first: a promotion may put a new copy here the moment the slot is free
@@ -555,6 +597,10 @@ public final class TierEngine implements AutoCloseable {
         events.moved(from, to, entry.length(), System.nanoTime() - start);
     }
 
+    private static BlockRecord recordOf(CatalogEntry entry) {
+        return new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
+    }
+
     private TierId configuredBelow(TierId id) {
         return tiers.higherKey(id);
     }
@@ -572,7 +618,10 @@ public final class TierEngine implements AutoCloseable {
         if (maxBlocks <= 0 && maxBytes <= 0) {
             maxBlocks = 1;
         }
-        return evictWhile(id, k -> true, maxBytes <= 0 ? Long.MAX_VALUE : maxBytes,
+        return evictWhile(
+                id,
+                k -> true,
+                maxBytes <= 0 ? Long.MAX_VALUE : maxBytes,
                 maxBlocks <= 0 ? Integer.MAX_VALUE : maxBlocks);
     }
 
@@ -586,15 +635,17 @@ public final class TierEngine implements AutoCloseable {
      * are reached or none is left; bounded by twice the tier's block count, so concurrent stores cannot
      * keep it running. Counts what actually left the tier.
      */
-    private EvictionReport evictWhile(TierId id, java.util.function.Predicate<BlockKey> which, long maxBytes,
-            int maxBlocks) {
+    private EvictionReport evictWhile(
+            TierId id, java.util.function.Predicate<BlockKey> which, long maxBytes, int maxBlocks) {
         BlockTier tier = tier(id);
         TierPolicy policy = policies.get(id);
         int blocks = 0;
         long bytes = 0;
         int budget = tier.blockCount() * 2 + 16;
         BlockKey victim;
-        while (blocks < maxBlocks && bytes < maxBytes && budget-- > 0
+        while (blocks < maxBlocks
+                && bytes < maxBytes
+                && budget-- > 0
                 && (victim = policy.nextVictim(k -> which.test(k) && evictable(k, id))) != null) {
             int before = tier.blockCount();
             long used = tier.usedBytes();
@@ -614,10 +665,13 @@ public final class TierEngine implements AutoCloseable {
      * @throws BlockNotFoundException when no tier holds a good copy
      */
     public BlockRecord get(BlockKey key, MemorySegment dst) throws IOException {
-        return read(key, (tier, record, view) -> {
-            MemorySegment.copy(view, 0, dst, 0, record.length());
-            return record;
-        }, dst);
+        return read(
+                key,
+                (tier, record, view) -> {
+                    MemorySegment.copy(view, 0, dst, 0, record.length());
+                    return record;
+                },
+                dst);
     }
 
     /** Receives a block's verified bytes; the view is valid only during the call. */
@@ -698,6 +752,7 @@ public final class TierEngine implements AutoCloseable {
         events.checksumFailed(tierId, entry.key());
         log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
         if (entry.dropTier(tierId)) {
+            events.copyRemoved(tierId, entry.key(), entry.length());
             awaitNoReaders(entry);
             policies.get(tierId).onRemove(entry.key());
             tiers.get(tierId).delete(entry.key());
@@ -728,19 +783,23 @@ public final class TierEngine implements AutoCloseable {
     private void copyThrough(CatalogEntry entry, TierId from, TierId to) throws IOException {
         BlockRecord record = new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
         long start = System.nanoTime();
-        read(entry, (tier, rec, bytes) -> {
-            if (entry.residentIn(to)) {
-                return null;
-            }
-            writeWithRoom(tiers.get(to), entry, record, bytes);
-            if (entry.addTier(to)) {
-                policies.get(to).onInsert(entry.key(), entry.parentKey());
-                events.moved(from, to, entry.length(), System.nanoTime() - start);
-            } else {
-                tiers.get(to).delete(entry.key());
-            }
-            return null;
-        }, null);
+        read(
+                entry,
+                (tier, rec, bytes) -> {
+                    if (entry.residentIn(to)) {
+                        return null;
+                    }
+                    writeWithRoom(tiers.get(to), entry, record, bytes);
+                    if (entry.addTier(to)) {
+                        policies.get(to).onInsert(entry.key(), entry.parentKey());
+                        events.copyAdded(to, record);
+                        events.moved(from, to, entry.length(), System.nanoTime() - start);
+                    } else {
+                        tiers.get(to).delete(entry.key());
+                    }
+                    return null;
+                },
+                null);
     }
 
     /**
@@ -763,20 +822,24 @@ public final class TierEngine implements AutoCloseable {
         long start = System.nanoTime();
         // Everything happens while the read holds the block: a concurrent delete waits for us, so the
         // copy we add is either published on the live entry or removed by us, never left behind.
-        read(entry, (tier, rec, bytes) -> {
-            if (tier != from || entry.residentIn(to)) {
-                return null;
-            }
-            writeWithRoom(tiers.get(to), entry, record, bytes);
-            if (entry.addTier(to)) {
-                policies.get(to).onInsert(entry.key(), entry.parentKey());
-                events.promoted(from, to, entry.length());
-                events.moved(from, to, entry.length(), System.nanoTime() - start);
-            } else {
-                tiers.get(to).delete(entry.key());
-            }
-            return null;
-        }, null);
+        read(
+                entry,
+                (tier, rec, bytes) -> {
+                    if (tier != from || entry.residentIn(to)) {
+                        return null;
+                    }
+                    writeWithRoom(tiers.get(to), entry, record, bytes);
+                    if (entry.addTier(to)) {
+                        policies.get(to).onInsert(entry.key(), entry.parentKey());
+                        events.copyAdded(to, record);
+                        events.promoted(from, to, entry.length());
+                        events.moved(from, to, entry.length(), System.nanoTime() - start);
+                    } else {
+                        tiers.get(to).delete(entry.key());
+                    }
+                    return null;
+                },
+                null);
         afterInsert(to);
     }
 
@@ -792,6 +855,9 @@ public final class TierEngine implements AutoCloseable {
             throw new IllegalStateException("block " + key + " is pinned or leased and cannot be deleted");
         }
         Set<TierId> had = entry.dropAll();
+        for (TierId t : had) {
+            events.copyRemoved(t, key, entry.length());
+        }
         awaitNoReaders(entry);
         for (TierId t : had) {
             policies.get(t).onRemove(key);
@@ -805,7 +871,9 @@ public final class TierEngine implements AutoCloseable {
     public int deleteNamespace(String namespace) {
         int removed = 0;
         for (CatalogEntry entry : catalog.entries()) {
-            if (entry.key().namespace().equals(namespace) && entry.pins() == 0 && entry.leases() == 0
+            if (entry.key().namespace().equals(namespace)
+                    && entry.pins() == 0
+                    && entry.leases() == 0
                     && delete(entry.key())) {
                 removed++;
             }
@@ -873,7 +941,9 @@ public final class TierEngine implements AutoCloseable {
             }
             held.add(key);
         }
-        Lease lease = new Lease(UUID.randomUUID().toString(), held,
+        Lease lease = new Lease(
+                UUID.randomUUID().toString(),
+                held,
                 clock.instant().plus(timeout == null ? defaultLeaseTimeout : timeout));
         leases.put(lease.id(), lease);
         return lease;
@@ -966,7 +1036,11 @@ public final class TierEngine implements AutoCloseable {
             }
             throw e;
         }
-        Reservation r = new Reservation(UUID.randomUUID().toString(), target, slots, resident,
+        Reservation r = new Reservation(
+                UUID.randomUUID().toString(),
+                target,
+                slots,
+                resident,
                 clock.instant().plus(timeout == null ? defaultLeaseTimeout : timeout));
         reservations.put(r.id(), r);
         return r;
@@ -1008,8 +1082,12 @@ public final class TierEngine implements AutoCloseable {
             Integer expected = expectedCrc32c.get(b.key());
             if (expected != null && expected != crc) {
                 memory.releaseSlot(slot.offset(), b.length());
-                failed.put(b.key(), String.format("its bytes have CRC32C %08x, not the %08x the writer sent: the WRITE "
-                        + "did not land whole", crc, expected));
+                failed.put(
+                        b.key(),
+                        String.format(
+                                "its bytes have CRC32C %08x, not the %08x the writer sent: the WRITE "
+                                        + "did not land whole",
+                                crc, expected));
                 continue;
             }
             try {
@@ -1040,7 +1118,8 @@ public final class TierEngine implements AutoCloseable {
         if (slots.size() > 1 && bytes >= PARALLEL_CHECKSUM_BYTES) {
             indexes = indexes.parallel();
         }
-        indexes.forEach(i -> crcs[i] = Checksums.crc32c(memory.slot(slots.get(i).offset(), slots.get(i).block().length())));
+        indexes.forEach(i -> crcs[i] = Checksums.crc32c(
+                memory.slot(slots.get(i).offset(), slots.get(i).block().length())));
         return crcs;
     }
 
@@ -1091,7 +1170,8 @@ public final class TierEngine implements AutoCloseable {
     public TierId putInPlace(BlockKey key, BlockHash parent, int length, SlotFiller filler, MemorySegment scratch)
             throws IOException {
         CatalogEntry existing = catalog.get(key);
-        if (!(tiers.firstEntry().getValue() instanceof MemoryTier memory) || (existing != null && existing.resident())) {
+        if (!(tiers.firstEntry().getValue() instanceof MemoryTier memory)
+                || (existing != null && existing.resident())) {
             MemorySegment bytes = scratch.asSlice(0, length);
             filler.fill(bytes);
             return put(key, parent, bytes);
@@ -1104,7 +1184,8 @@ public final class TierEngine implements AutoCloseable {
             throw e;
         }
         int crc = Checksums.crc32c(memory.slot(offset, length));
-        return publishSlot(memory, new InPlaceBlock(key, parent, length), offset, crc).tier();
+        return publishSlot(memory, new InPlaceBlock(key, parent, length), offset, crc)
+                .tier();
     }
 
     /** Returns an uncommitted reservation's slots to the pool; false when it is unknown. */
@@ -1148,8 +1229,14 @@ public final class TierEngine implements AutoCloseable {
     public List<TierStats> stats() {
         List<TierStats> out = new ArrayList<>();
         for (BlockTier t : tiers.values()) {
-            out.add(new TierStats(t.id(), t.provider(), t instanceof MemoryTier m && m.emulated(),
-                    t.capacityBytes(), t.usedBytes(), t.blockCount(), settings.get(t.id())));
+            out.add(new TierStats(
+                    t.id(),
+                    t.provider(),
+                    t instanceof MemoryTier m && m.emulated(),
+                    t.capacityBytes(),
+                    t.usedBytes(),
+                    t.blockCount(),
+                    settings.get(t.id())));
         }
         return out;
     }

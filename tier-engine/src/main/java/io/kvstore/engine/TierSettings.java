@@ -15,8 +15,8 @@ public record TierSettings(EvictionPolicyKind policy, double highWatermark, doub
             throw new IllegalArgumentException("eviction policy is required");
         }
         if (!(lowWatermark > 0 && lowWatermark < highWatermark && highWatermark <= 1.0)) {
-            throw new IllegalArgumentException("watermarks must satisfy 0 < low < high <= 1, got low "
-                    + lowWatermark + ", high " + highWatermark);
+            throw new IllegalArgumentException(
+                    "watermarks must satisfy 0 < low < high <= 1, got low " + lowWatermark + ", high " + highWatermark);
         }
     }
 

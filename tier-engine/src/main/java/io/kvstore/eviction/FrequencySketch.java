@@ -14,7 +14,9 @@ package io.kvstore.eviction;
 final class FrequencySketch {
 
     private static final long RESET_MASK = 0x7777_7777_7777_7777L;
-    private static final long[] SEEDS = {0xc3a5c85c97cb3127L, 0xb492b66fbe98f273L, 0x9ae16a3b2f90404fL, 0xcbf29ce484222325L};
+    private static final long[] SEEDS = {
+        0xc3a5c85c97cb3127L, 0xb492b66fbe98f273L, 0x9ae16a3b2f90404fL, 0xcbf29ce484222325L
+    };
 
     private long[] table = new long[64];
     private int additions;

@@ -1,6 +1,6 @@
 package io.kvstore.eviction;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

@@ -1,6 +1,6 @@
 package io.kvstore.eviction;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -16,7 +16,11 @@ import java.util.function.Predicate;
  */
 public final class WTinyLfuPolicy implements EvictionPolicy {
 
-    private enum Segment { WINDOW, PROBATION, PROTECTED }
+    private enum Segment {
+        WINDOW,
+        PROBATION,
+        PROTECTED
+    }
 
     private final LinkedHashMap<BlockKey, Boolean> window = new LinkedHashMap<>(64, 0.75f, true);
     private final LinkedHashMap<BlockKey, Boolean> probation = new LinkedHashMap<>(1024, 0.75f, true);

@@ -1,6 +1,6 @@
 package io.kvstore.hashing;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.util.List;
 
 /**

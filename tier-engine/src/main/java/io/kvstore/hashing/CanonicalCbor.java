@@ -18,8 +18,7 @@ final class CanonicalCbor {
     static final int ARRAY = 4;
     static final byte NULL = (byte) 0xF6;
 
-    private CanonicalCbor() {
-    }
+    private CanonicalCbor() {}
 
     /** Bytes taken by a head whose argument is {@code n}, read as unsigned. */
     static int headLength(long n) {
@@ -83,7 +82,9 @@ final class CanonicalCbor {
                     write(out, element);
                 }
             }
-            default -> throw new IllegalArgumentException("no CBOR encoding for a " + value.getClass().getName());
+            default ->
+                throw new IllegalArgumentException(
+                        "no CBOR encoding for a " + value.getClass().getName());
         }
     }
 

@@ -42,7 +42,7 @@ public record ExtraKeys(String loraName, String cacheSalt, List<Object> more) {
     private static Object checkedKey(Object key, String what) {
         switch (key) {
             case String s -> requireWellFormed(s, what);
-            case Integer _, Long _ -> { }
+            case Integer _, Long _ -> {}
             case byte[] b -> key = b.clone();
             case List<?> list -> {
                 List<Object> copy = new ArrayList<>(list.size());
@@ -51,10 +51,13 @@ public record ExtraKeys(String loraName, String cacheSalt, List<Object> more) {
                 }
                 key = Collections.unmodifiableList(copy);
             }
-            case null -> throw new IllegalArgumentException(what + " is null; extra keys are strings, "
-                    + "integers, byte arrays or lists of these");
-            default -> throw new IllegalArgumentException(what + " is a " + key.getClass().getName()
-                    + "; extra keys are strings, integers, byte arrays or lists of these");
+            case null ->
+                throw new IllegalArgumentException(
+                        what + " is null; extra keys are strings, " + "integers, byte arrays or lists of these");
+            default ->
+                throw new IllegalArgumentException(
+                        what + " is a " + key.getClass().getName()
+                                + "; extra keys are strings, integers, byte arrays or lists of these");
         }
         return key;
     }
@@ -69,8 +72,8 @@ public record ExtraKeys(String loraName, String cacheSalt, List<Object> more) {
             if (Character.isHighSurrogate(c) && i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
                 i++;
             } else if (Character.isSurrogate(c)) {
-                throw new IllegalArgumentException(what + " has an unpaired surrogate at index " + i
-                        + " and so no UTF-8 form");
+                throw new IllegalArgumentException(
+                        what + " has an unpaired surrogate at index " + i + " and so no UTF-8 form");
             }
         }
     }

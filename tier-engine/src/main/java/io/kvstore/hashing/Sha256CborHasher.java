@@ -1,6 +1,6 @@
 package io.kvstore.hashing;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -129,8 +129,12 @@ public final class Sha256CborHasher implements BlockHasher {
          * until the next call (which may take it as its parent: it is copied before being overwritten).
          */
         byte[] hash(byte[] parent, int[] tokens, int from, int count, byte[] extra) {
-            int need = 1 + CanonicalCbor.headLength(parent.length) + parent.length
-                    + CanonicalCbor.headLength(count) + 5 * count + extra.length;
+            int need = 1
+                    + CanonicalCbor.headLength(parent.length)
+                    + parent.length
+                    + CanonicalCbor.headLength(count)
+                    + 5 * count
+                    + extra.length;
             if (buf.length < need) {
                 buf = new byte[Math.max(need, 2 * buf.length)];
             }

@@ -1,6 +1,6 @@
 package io.kvstore.hashing;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -90,8 +90,8 @@ public final class Xxh3Hasher implements BlockHasher {
         LongHashFunction xxh3 = functionFor(extra);
         HashInputs.checkTokens(tokenIds, from, to);
         if (parent != null && parent.length() != 8) {
-            throw new IllegalArgumentException("an xxh3 parent hash has 8 bytes, got " + parent.length()
-                    + " (" + parent.hex() + ")");
+            throw new IllegalArgumentException(
+                    "an xxh3 parent hash has 8 bytes, got " + parent.length() + " (" + parent.hex() + ")");
         }
         long block = blockHash(xxh3, tokenIds, from, to - from);
         return BlockHash.ofLong(parent == null ? block : sequenceHash(xxh3, new long[2], parent.asLong(), block));
@@ -168,7 +168,9 @@ public final class Xxh3Hasher implements BlockHasher {
                 case '\t' -> json.append("\\t");
                 default -> {
                     if (c < 0x20) {
-                        json.append("\\u00").append(Character.forDigit(c >> 4, 16)).append(Character.forDigit(c & 0xF, 16));
+                        json.append("\\u00")
+                                .append(Character.forDigit(c >> 4, 16))
+                                .append(Character.forDigit(c & 0xF, 16));
                     } else {
                         json.append(c);
                     }
@@ -191,8 +193,8 @@ public final class Xxh3Hasher implements BlockHasher {
             }
             return Long.parseUnsignedLong(s);
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException("xxh3 seed must be an unsigned 64-bit salt hash (decimal or 0x hex), got '"
-                    + seed + "'");
+            throw new IllegalArgumentException(
+                    "xxh3 seed must be an unsigned 64-bit salt hash (decimal or 0x hex), got '" + seed + "'");
         }
     }
 }

@@ -30,7 +30,10 @@ public final class NixlBackendProbe implements Function<String, Availability> {
     private final Supplier<String> pluginDir;
     private List<String> cachedPlugins;
 
-    NixlBackendProbe(Supplier<Availability> nixl, Supplier<Availability> cufile, Supplier<List<String>> plugins,
+    NixlBackendProbe(
+            Supplier<Availability> nixl,
+            Supplier<Availability> cufile,
+            Supplier<List<String>> plugins,
             Supplier<String> pluginDir) {
         this.nixl = nixl;
         this.cufile = cufile;
@@ -40,11 +43,16 @@ public final class NixlBackendProbe implements Function<String, Availability> {
 
     /** A probe of this machine's libnixl_capi, its plugins and libcufile. */
     public static NixlBackendProbe ofThisMachine() {
-        return new NixlBackendProbe(Nixl::availability, CuFile::availability, () -> {
-            try (NixlAgent agent = Nixl.get().createAgent("kvstore-backend-probe", new NixlAgent.Config(false, 0))) {
-                return agent.availablePlugins();
-            }
-        }, () -> Nixl.get().pluginDirDescription());
+        return new NixlBackendProbe(
+                Nixl::availability,
+                CuFile::availability,
+                () -> {
+                    try (NixlAgent agent =
+                            Nixl.get().createAgent("kvstore-backend-probe", new NixlAgent.Config(false, 0))) {
+                        return agent.availablePlugins();
+                    }
+                },
+                () -> Nixl.get().pluginDirDescription());
     }
 
     @Override
@@ -62,8 +70,9 @@ public final class NixlBackendProbe implements Function<String, Availability> {
             cachedPlugins = List.copyOf(plugins.get());
         }
         if (!cachedPlugins.contains(backend)) {
-            return Availability.unavailable("NIXL has no " + backend + " plugin (libplugin_" + backend + ".so); it found "
-                    + cachedPlugins + " in " + pluginDir.get() + "; set NIXL_PLUGIN_DIR to the directory that holds it");
+            return Availability.unavailable(
+                    "NIXL has no " + backend + " plugin (libplugin_" + backend + ".so); it found " + cachedPlugins
+                            + " in " + pluginDir.get() + "; set NIXL_PLUGIN_DIR to the directory that holds it");
         }
         if (NEEDS_CUFILE.contains(backend)) {
             Availability gds = cufile.get();

@@ -34,8 +34,7 @@ public final class NixlBackendSelection {
     private static final Set<String> TRUE = Set.of("true", "1", "on", "yes");
     private static final Set<String> FALSE = Set.of("false", "0", "off", "no");
 
-    private NixlBackendSelection() {
-    }
+    private NixlBackendSelection() {}
 
     /**
      * The resolved choice.
@@ -68,8 +67,12 @@ public final class NixlBackendSelection {
         public String summary() {
             String used = enabled.isEmpty() ? "none (HTTP data plane only)" : String.join(", ", enabled);
             Map<String, String> missing = unavailable();
-            String tail = missing.isEmpty() ? "" : "; enabled but unavailable: " + missing.entrySet().stream()
-                    .map(e -> e.getKey() + " (" + e.getValue() + ")").collect(Collectors.joining(", "));
+            String tail = missing.isEmpty()
+                    ? ""
+                    : "; enabled but unavailable: "
+                            + missing.entrySet().stream()
+                                    .map(e -> e.getKey() + " (" + e.getValue() + ")")
+                                    .collect(Collectors.joining(", "));
             return "NIXL backends: " + used + tail;
         }
     }
@@ -84,8 +87,11 @@ public final class NixlBackendSelection {
      * @throws IllegalArgumentException naming the variable or property and the allowed values
      * @throws IllegalStateException when a required backend is unavailable, with the reason
      */
-    public static Resolved resolve(Map<String, String> environment, Map<String, ?> configured,
-            boolean requireBackends, Function<String, Availability> probe) {
+    public static Resolved resolve(
+            Map<String, String> environment,
+            Map<String, ?> configured,
+            boolean requireBackends,
+            Function<String, Availability> probe) {
         Map<String, Boolean> choice = new TreeMap<>();
         Map<String, String> sources = new TreeMap<>();
         Map<String, String> origins = new TreeMap<>();
@@ -118,20 +124,22 @@ public final class NixlBackendSelection {
             if (found.available()) {
                 enabled.add(entry.getKey());
             } else if (requireBackends) {
-                throw new IllegalStateException("NIXL backend " + entry.getKey() + " is enabled (" + sources.get(entry.getKey())
-                        + ") but unavailable: " + found.detail() + "; install it, disable it with "
-                        + PREFIX + entry.getKey() + "=false, or set kvstore.nixl.require-backends=false");
+                throw new IllegalStateException(
+                        "NIXL backend " + entry.getKey() + " is enabled (" + sources.get(entry.getKey())
+                                + ") but unavailable: " + found.detail() + "; install it, disable it with "
+                                + PREFIX + entry.getKey() + "=false, or set kvstore.nixl.require-backends=false");
             }
         }
         return new Resolved(enabled, availability, sources);
     }
 
     /** Records one setting; two spellings of one backend from the same source (gds and GDS) must agree. */
-    private static void put(Map<String, Boolean> choice, Map<String, String> origins, String backend, boolean value, String origin) {
+    private static void put(
+            Map<String, Boolean> choice, Map<String, String> origins, String backend, boolean value, String origin) {
         String earlier = origins.putIfAbsent(backend, origin);
         if (earlier != null && choice.get(backend) != value) {
-            throw new IllegalArgumentException(earlier + " and " + origin + " both set NIXL backend " + backend
-                    + " but disagree; keep one");
+            throw new IllegalArgumentException(
+                    earlier + " and " + origin + " both set NIXL backend " + backend + " but disagree; keep one");
         }
         choice.put(backend, value);
     }
@@ -139,7 +147,8 @@ public final class NixlBackendSelection {
     private static String normalise(String name, String origin) {
         String upper = name.trim().toUpperCase(Locale.ROOT);
         if (upper.isEmpty() || !upper.matches("[A-Z0-9]+(_[A-Z0-9]+)*")) {
-            throw new IllegalArgumentException(origin + ": '" + name + "' is not a backend name (letters, digits, single underscores)");
+            throw new IllegalArgumentException(
+                    origin + ": '" + name + "' is not a backend name (letters, digits, single underscores)");
         }
         return upper;
     }

@@ -1,6 +1,8 @@
 package io.kvstore.tier;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;

@@ -15,8 +15,7 @@ public final class Checksums {
     /** Below this the downcall costs more than ISA-L saves. */
     private static final long ISAL_MIN_BYTES = 256;
 
-    private Checksums() {
-    }
+    private Checksums() {}
 
     public static int crc32c(MemorySegment bytes) {
         if (ISAL && bytes.isNative() && bytes.byteSize() >= ISAL_MIN_BYTES && bytes.byteSize() <= Integer.MAX_VALUE) {
@@ -29,7 +28,8 @@ public final class Checksums {
 
     /** Which implementation checksums native blocks here, for the start-up log. */
     public static String implementation() {
-        return ISAL ? "ISA-L crc32_iscsi (" + IsaL.availability().detail() + ")"
+        return ISAL
+                ? "ISA-L crc32_iscsi (" + IsaL.availability().detail() + ")"
                 : "the JDK's CRC32C (ISA-L " + IsaL.availability() + ")";
     }
 }

@@ -31,8 +31,8 @@ public interface TransferEngine extends AutoCloseable {
      * byte has arrived (for WRITE, when the remote side holds it), or exceptionally with a
      * {@link TransferException} on failure or when the peer stops answering.
      */
-    CompletableFuture<TransferResult> post(TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote,
-            List<TransferSpan> spans);
+    CompletableFuture<TransferResult> post(
+            TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote, List<TransferSpan> spans);
 
     @Override
     void close();

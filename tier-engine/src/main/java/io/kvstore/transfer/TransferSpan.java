@@ -8,8 +8,8 @@ public record TransferSpan(long localOffset, long remoteOffset, long length) {
 
     public TransferSpan {
         if (localOffset < 0 || remoteOffset < 0 || length <= 0) {
-            throw new IllegalArgumentException("bad span: local " + localOffset + ", remote " + remoteOffset
-                    + ", length " + length);
+            throw new IllegalArgumentException(
+                    "bad span: local " + localOffset + ", remote " + remoteOffset + ", length " + length);
         }
     }
 
@@ -21,7 +21,8 @@ public record TransferSpan(long localOffset, long remoteOffset, long length) {
         List<TransferSpan> merged = new ArrayList<>(spans.size());
         TransferSpan run = null;
         for (TransferSpan s : spans) {
-            if (run != null && run.localOffset + run.length == s.localOffset
+            if (run != null
+                    && run.localOffset + run.length == s.localOffset
                     && run.remoteOffset + run.length == s.remoteOffset) {
                 run = new TransferSpan(run.localOffset, run.remoteOffset, run.length + s.length);
             } else {

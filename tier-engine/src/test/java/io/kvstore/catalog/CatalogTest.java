@@ -2,7 +2,9 @@ package io.kvstore.catalog;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.tier.TierId;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

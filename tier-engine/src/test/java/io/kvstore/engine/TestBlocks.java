@@ -1,7 +1,7 @@
 package io.kvstore.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
@@ -9,8 +9,7 @@ import java.util.SplittableRandom;
 /** Keys and deterministic block contents for tests. */
 public final class TestBlocks {
 
-    private TestBlocks() {
-    }
+    private TestBlocks() {}
 
     public static BlockKey key(String namespace, long id) {
         return new BlockKey(namespace, BlockHash.ofLong(id));

@@ -3,13 +3,13 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
@@ -37,8 +37,12 @@ class TierEngineInPlaceWriteTest {
 
     private TierEngine engine(int blocks, Duration leaseTimeout) {
         dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), (long) blocks * BLOCK, BLOCK);
-        engine = new TierEngine(List.of(dram), Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                leaseTimeout, EngineEvents.NONE, Clock.systemUTC());
+        engine = new TierEngine(
+                List.of(dram),
+                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
+                leaseTimeout,
+                EngineEvents.NONE,
+                Clock.systemUTC());
         return engine;
     }
 
@@ -125,9 +129,12 @@ class TierEngineInPlaceWriteTest {
         // 6 x 1 MiB: past the size from which a commit checksums its slots on several cores
         int big = 1 << 20;
         MemoryTier tier = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * big, big);
-        try (TierEngine bigEngine = new TierEngine(List.of(tier),
+        try (TierEngine bigEngine = new TierEngine(
+                List.of(tier),
                 Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofSeconds(30), EngineEvents.NONE, Clock.systemUTC())) {
+                Duration.ofSeconds(30),
+                EngineEvents.NONE,
+                Clock.systemUTC())) {
             List<InPlaceBlock> blocks = new ArrayList<>();
             for (int i = 0; i < 6; i++) {
                 blocks.add(new InPlaceBlock(TestBlocks.key("big", i), i == 0 ? null : BlockHash.ofLong(i - 1), big));
@@ -135,12 +142,15 @@ class TierEngineInPlaceWriteTest {
             Reservation r = bigEngine.reserve(blocks, TierId.DRAM, null);
             Map<BlockKey, Integer> crcs = new HashMap<>();
             for (Reservation.Slot slot : r.slots()) {
-                MemorySegment bytes = TestBlocks.bytes(arena, slot.block().key().hash().hex().hashCode(), big);
+                MemorySegment bytes =
+                        TestBlocks.bytes(arena, slot.block().key().hash().hex().hashCode(), big);
                 MemorySegment.copy(bytes, 0, tier.region(), slot.offset(), big);
                 crcs.put(slot.block().key(), Checksums.crc32c(bytes));
             }
             Reservation.Slot tornSlot = r.slots().get(3);
-            tier.region().asSlice(tornSlot.offset() + big - 4096, 4096).fill((byte) 0); // the WRITE's last page never landed
+            tier.region()
+                    .asSlice(tornSlot.offset() + big - 4096, 4096)
+                    .fill((byte) 0); // the WRITE's last page never landed
 
             CommitReport report = bigEngine.commit(r.id(), crcs);
 
@@ -181,7 +191,8 @@ class TierEngineInPlaceWriteTest {
         }
         assertThat(engine.activeReservations()).isZero();
         assertThat(dram.usedBytes()).isZero();
-        assertThatThrownBy(() -> engine.commit(r.id(), Map.of())).isInstanceOf(UnknownReservationException.class)
+        assertThatThrownBy(() -> engine.commit(r.id(), Map.of()))
+                .isInstanceOf(UnknownReservationException.class)
                 .hasMessageContaining("expired");
     }
 
@@ -197,7 +208,8 @@ class TierEngineInPlaceWriteTest {
         // the late peer's WRITE lands in the slot another block now holds
         MemorySegment.copy(TestBlocks.bytes(arena, 99, BLOCK), 0, dram.region(), slot, BLOCK);
 
-        assertThatThrownBy(() -> engine.get(other, arena.allocate(BLOCK))).isInstanceOf(ChecksumMismatchException.class);
+        assertThatThrownBy(() -> engine.get(other, arena.allocate(BLOCK)))
+                .isInstanceOf(ChecksumMismatchException.class);
         assertThat(engine.entry(other)).isNull();
     }
 
@@ -212,16 +224,20 @@ class TierEngineInPlaceWriteTest {
         assertThat(engine.blockCount()).isEqualTo(2);
         engine.pin(List.of(TestBlocks.key("old", 102), TestBlocks.key("old", 103)));
 
-        assertThatThrownBy(() -> engine.reserve(chain(10, 1), TierId.DRAM, null)).isInstanceOf(TierFullException.class);
+        assertThatThrownBy(() -> engine.reserve(chain(10, 1), TierId.DRAM, null))
+                .isInstanceOf(TierFullException.class);
         assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
-        assertThatThrownBy(() -> engine.reserve(List.of(chain(0, 1).get(0), chain(0, 1).get(0)), TierId.DRAM, null))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("twice");
+        assertThatThrownBy(() ->
+                        engine.reserve(List.of(chain(0, 1).get(0), chain(0, 1).get(0)), TierId.DRAM, null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("twice");
     }
 
     @Test
     void aPutIntoAFullTierWaitsForAReaderToLetGoInsteadOfFailing() throws Exception {
         writeWaitsForTheReaderOfTheLastEvictableBlock(() -> {
-            assertThat(engine.put(TestBlocks.key("new", 1), null, TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(TierId.DRAM);
+            assertThat(engine.put(TestBlocks.key("new", 1), null, TestBlocks.bytes(arena, 1, BLOCK)))
+                    .isEqualTo(TierId.DRAM);
             MemorySegment dst = arena.allocate(BLOCK);
             engine.get(TestBlocks.key("new", 1), dst);
             assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
@@ -242,7 +258,8 @@ class TierEngineInPlaceWriteTest {
      * Fills a four-slot tier, pins three blocks and holds a reader on the fourth; {@code write} must then
      * wait (not fail with a full tier) and succeed once the reader lets go, evicting that block.
      */
-    private void writeWaitsForTheReaderOfTheLastEvictableBlock(java.util.concurrent.Callable<Void> write) throws Exception {
+    private void writeWaitsForTheReaderOfTheLastEvictableBlock(java.util.concurrent.Callable<Void> write)
+            throws Exception {
         engine(4, Duration.ofSeconds(30));
         for (int i = 100; i < 104; i++) {
             engine.put(TestBlocks.key("old", i), null, TestBlocks.bytes(arena, i, BLOCK));
@@ -263,12 +280,16 @@ class TierEngineInPlaceWriteTest {
             reading.await();
             var writer = pool.submit(write);
             Thread.sleep(200);
-            assertThat(writer).as("the write waits while a reader holds the last evictable slot").isNotDone();
+            assertThat(writer)
+                    .as("the write waits while a reader holds the last evictable slot")
+                    .isNotDone();
             letGo.countDown();
             assertThat(reader.get()).isEqualTo(BLOCK);
             writer.get();
         }
-        assertThat(engine.entry(TestBlocks.key("old", 103))).as("the block whose reader let go was evicted").isNull();
+        assertThat(engine.entry(TestBlocks.key("old", 103)))
+                .as("the block whose reader let go was evicted")
+                .isNull();
         assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
     }
 
@@ -280,7 +301,9 @@ class TierEngineInPlaceWriteTest {
         BlockKey key = TestBlocks.key("ns", 5);
         assertThat(engine.putInPlace(key, null, BLOCK, slot -> MemorySegment.copy(bytes, 0, slot, 0, BLOCK), scratch))
                 .isEqualTo(TierId.DRAM);
-        assertThat(scratch.mismatch(bytes)).as("the scratch buffer is not used for a new block").isNotEqualTo(-1);
+        assertThat(scratch.mismatch(bytes))
+                .as("the scratch buffer is not used for a new block")
+                .isNotEqualTo(-1);
         MemorySegment dst = arena.allocate(BLOCK);
         engine.get(key, dst);
         assertThat(dst.mismatch(bytes)).isEqualTo(-1);
@@ -290,9 +313,10 @@ class TierEngineInPlaceWriteTest {
         assertThat(engine.putInPlace(key, null, BLOCK, slot -> MemorySegment.copy(bytes, 0, slot, 0, BLOCK), scratch))
                 .isEqualTo(TierId.DRAM);
         MemorySegment other = TestBlocks.bytes(arena, 6, BLOCK);
-        assertThatThrownBy(() -> engine.putInPlace(key, null, BLOCK,
-                slot -> MemorySegment.copy(other, 0, slot, 0, BLOCK), scratch))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("different bytes");
+        assertThatThrownBy(() -> engine.putInPlace(
+                        key, null, BLOCK, slot -> MemorySegment.copy(other, 0, slot, 0, BLOCK), scratch))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("different bytes");
         assertThat(dram.usedBytes()).isEqualTo(BLOCK);
         engine.get(key, dst);
         assertThat(dst.mismatch(bytes)).isEqualTo(-1);
@@ -302,9 +326,15 @@ class TierEngineInPlaceWriteTest {
     void aFillThatFailsReturnsItsSlotAndStoresNothing() throws Exception {
         engine(8, Duration.ofSeconds(30));
         BlockKey key = TestBlocks.key("ns", 9);
-        assertThatThrownBy(() -> engine.putInPlace(key, null, BLOCK, slot -> {
-            throw new java.io.IOException("the client went away");
-        }, arena.allocate(BLOCK))).hasMessage("the client went away");
+        assertThatThrownBy(() -> engine.putInPlace(
+                        key,
+                        null,
+                        BLOCK,
+                        slot -> {
+                            throw new java.io.IOException("the client went away");
+                        },
+                        arena.allocate(BLOCK)))
+                .hasMessage("the client went away");
         assertThat(dram.usedBytes()).isZero();
         assertThat(engine.entry(key)).isNull();
     }

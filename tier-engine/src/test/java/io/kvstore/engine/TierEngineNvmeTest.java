@@ -2,11 +2,11 @@ package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
@@ -34,8 +34,12 @@ class TierEngineNvmeTest {
         List<BlockTier> tiers = List.of(
                 new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 16L * BLOCK, 4L * BLOCK),
                 new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 4)));
-        return new TierEngine(tiers, Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, false)),
-                Duration.ofMinutes(2), EngineEvents.NONE, Clock.systemUTC());
+        return new TierEngine(
+                tiers,
+                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, false)),
+                Duration.ofMinutes(2),
+                EngineEvents.NONE,
+                Clock.systemUTC());
     }
 
     @Test
@@ -56,21 +60,31 @@ class TierEngineNvmeTest {
                 assertThat(engine.tier(TierId.NVME).blockCount()).isGreaterThanOrEqualTo(52);
                 // background demotion writes its victims in batches: fewer group commits than blocks
                 long commits = ((NvmeTier) engine.tier(TierId.NVME)).groupCommits();
-                System.out.printf("demoted %d blocks to NVMe in %d group commits%n", engine.tier(TierId.NVME).blockCount(), commits);
+                System.out.printf(
+                        "demoted %d blocks to NVMe in %d group commits%n",
+                        engine.tier(TierId.NVME).blockCount(), commits);
                 assertThat(commits).isLessThan(engine.tier(TierId.NVME).blockCount());
-                assertThat(engine.lookup("model", keys.stream().map(BlockKey::hash).toList()).matchedBlocks()).isEqualTo(64);
+                assertThat(engine.lookup(
+                                        "model",
+                                        keys.stream().map(BlockKey::hash).toList())
+                                .matchedBlocks())
+                        .isEqualTo(64);
             }
             try (TierEngine engine = open()) {
-                var result = engine.lookup("model", keys.stream().map(BlockKey::hash).toList());
+                var result =
+                        engine.lookup("model", keys.stream().map(BlockKey::hash).toList());
                 // DRAM is volatile: the chain is found up to the first block that lived only in DRAM
                 assertThat(result.matchedBlocks()).isGreaterThanOrEqualTo(52);
                 assertThat(result.tiers()).containsOnly(TierId.NVME);
                 MemorySegment dst = arena.allocate(BLOCK);
                 for (int i = 0; i < result.matchedBlocks(); i++) {
                     engine.get(keys.get(i), dst);
-                    assertThat(dst.mismatch(TestBlocks.bytes(arena, i + 1, BLOCK))).as("block %d", i + 1).isEqualTo(-1);
+                    assertThat(dst.mismatch(TestBlocks.bytes(arena, i + 1, BLOCK)))
+                            .as("block %d", i + 1)
+                            .isEqualTo(-1);
                 }
-                assertThat(engine.entry(keys.get(1)).parent()).isEqualTo(keys.get(0).hash());
+                assertThat(engine.entry(keys.get(1)).parent())
+                        .isEqualTo(keys.get(0).hash());
             }
         }
     }
@@ -82,7 +96,8 @@ class TierEngineNvmeTest {
                 engine.setWriteThrough("durable", true);
                 engine.put(TestBlocks.key("durable", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
                 engine.put(TestBlocks.key("volatile", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
-                assertThat(engine.entry(TestBlocks.key("durable", 1)).tiers()).containsExactly(TierId.DRAM, TierId.NVME);
+                assertThat(engine.entry(TestBlocks.key("durable", 1)).tiers())
+                        .containsExactly(TierId.DRAM, TierId.NVME);
                 assertThat(engine.entry(TestBlocks.key("volatile", 1)).tiers()).containsExactly(TierId.DRAM);
             }
             try (TierEngine engine = open()) {

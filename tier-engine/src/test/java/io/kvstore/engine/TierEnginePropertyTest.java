@@ -2,12 +2,12 @@ package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -52,8 +52,7 @@ class TierEnginePropertyTest {
     }
 
     /** A chain of block ids in one namespace; each block's parent is the previous one. */
-    private record Chain(String namespace, List<Long> ids, int blockSize) {
-    }
+    private record Chain(String namespace, List<Long> ids, int blockSize) {}
 
     @ParameterizedTest(name = "seed {0}")
     @MethodSource("seeds")
@@ -70,8 +69,8 @@ class TierEnginePropertyTest {
                 new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), hbmCapacity, 32 * 1024),
                 new MemoryTier(TierId.DRAM, new HostMemoryProvider(), dramCapacity, 32 * 1024));
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(tiers, settings, Duration.ofMinutes(5), EngineEvents.NONE,
-                        Clock.systemUTC())) {
+                TierEngine engine =
+                        new TierEngine(tiers, settings, Duration.ofMinutes(5), EngineEvents.NONE, Clock.systemUTC())) {
             List<Chain> chains = new ArrayList<>();
             Map<BlockKey, Long> stored = new HashMap<>();
             Map<BlockKey, Integer> sizes = new HashMap<>();
@@ -86,8 +85,8 @@ class TierEnginePropertyTest {
                     // extend an existing chain or start a new one
                     Chain chain;
                     if (chains.isEmpty() || random.nextInt(4) == 0) {
-                        chain = new Chain("ns" + random.nextInt(2), new ArrayList<>(),
-                                random.nextBoolean() ? SMALL : LARGE);
+                        chain = new Chain(
+                                "ns" + random.nextInt(2), new ArrayList<>(), random.nextBoolean() ? SMALL : LARGE);
                         chains.add(chain);
                     } else {
                         chain = chains.get(random.nextInt(chains.size()));
@@ -126,11 +125,15 @@ class TierEnginePropertyTest {
                     }
                 } else if (choice < 86) {
                     Chain chain = chains.get(random.nextInt(chains.size()));
-                    List<BlockKey> keys = chain.ids.stream().map(i -> new BlockKey(chain.namespace, BlockHash.ofLong(i))).toList();
+                    List<BlockKey> keys = chain.ids.stream()
+                            .map(i -> new BlockKey(chain.namespace, BlockHash.ofLong(i)))
+                            .toList();
                     leases.add(engine.lease(keys, null));
                 } else if (choice < 92) {
                     if (!leases.isEmpty()) {
-                        assertThat(engine.release(leases.remove(random.nextInt(leases.size())).id())).isTrue();
+                        assertThat(engine.release(leases.remove(random.nextInt(leases.size()))
+                                        .id()))
+                                .isTrue();
                     }
                 } else if (choice < 96) {
                     TierId tier = random.nextBoolean() ? TierId.HBM : TierId.DRAM;
@@ -143,17 +146,22 @@ class TierEnginePropertyTest {
 
                 // capacity is never exceeded
                 for (TierStats s : engine.stats()) {
-                    assertThat(s.usedBytes()).as("used bytes of %s, seed %d", s.tier(), seed)
+                    assertThat(s.usedBytes())
+                            .as("used bytes of %s, seed %d", s.tier(), seed)
                             .isLessThanOrEqualTo(s.capacityBytes());
                 }
                 // pinned and leased blocks are never evicted
                 for (BlockKey key : pins.keySet()) {
-                    assertThat(engine.entry(key)).as("pinned %s, seed %d", key, seed).isNotNull();
+                    assertThat(engine.entry(key))
+                            .as("pinned %s, seed %d", key, seed)
+                            .isNotNull();
                     assertThat(engine.entry(key).resident()).isTrue();
                 }
                 for (Lease lease : leases) {
                     for (BlockKey key : lease.blocks()) {
-                        assertThat(engine.entry(key).resident()).as("leased %s, seed %d", key, seed).isTrue();
+                        assertThat(engine.entry(key).resident())
+                                .as("leased %s, seed %d", key, seed)
+                                .isTrue();
                     }
                 }
             }
@@ -163,15 +171,23 @@ class TierEnginePropertyTest {
             }
             for (BlockKey key : deleted) {
                 if (!stored.containsKey(key)) {
-                    assertThat(engine.entry(key)).as("deleted %s, seed %d", key, seed).isNull();
+                    assertThat(engine.entry(key))
+                            .as("deleted %s, seed %d", key, seed)
+                            .isNull();
                 }
             }
         }
     }
 
     /** lookup(chain) must equal the number of leading blocks that read back with exactly their bytes. */
-    private static void checkLookupAgainstReads(TierEngine engine, Chain chain, Map<BlockKey, Long> stored,
-            Map<BlockKey, Integer> sizes, Set<BlockKey> deleted, Arena arena) throws Exception {
+    private static void checkLookupAgainstReads(
+            TierEngine engine,
+            Chain chain,
+            Map<BlockKey, Long> stored,
+            Map<BlockKey, Integer> sizes,
+            Set<BlockKey> deleted,
+            Arena arena)
+            throws Exception {
         List<BlockHash> hashes = chain.ids.stream().map(BlockHash::ofLong).toList();
         int expected = 0;
         for (long id : chain.ids) {
@@ -185,11 +201,15 @@ class TierEnginePropertyTest {
             } catch (BlockNotFoundException gone) {
                 break;
             }
-            assertThat(dst.mismatch(TestBlocks.bytes(arena, id, sizes.get(key)))).as("bytes of %s", key).isEqualTo(-1);
+            assertThat(dst.mismatch(TestBlocks.bytes(arena, id, sizes.get(key))))
+                    .as("bytes of %s", key)
+                    .isEqualTo(-1);
             expected++;
         }
         engine.awaitMoves();
-        assertThat(engine.lookup(chain.namespace, hashes).matchedBlocks()).as("lookup of %s", chain).isEqualTo(expected);
+        assertThat(engine.lookup(chain.namespace, hashes).matchedBlocks())
+                .as("lookup of %s", chain)
+                .isEqualTo(expected);
     }
 
     private static BlockKey randomStored(Map<BlockKey, Long> stored, SplittableRandom random) {

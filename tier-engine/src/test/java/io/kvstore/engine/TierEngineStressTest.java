@@ -2,12 +2,12 @@ package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -42,33 +42,39 @@ class TierEngineStressTest {
 
     @Test
     void concurrentOperationsLoseAndCorruptNothing() throws Exception {
-        stress(List.of(
-                new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
-                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 256L * BLOCK, 16L * BLOCK)),
-                Map.of(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 0.9, 0.7, true),
-                        TierId.DRAM, new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 0.9, 0.7, false)));
+        stress(
+                List.of(
+                        new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
+                        new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 256L * BLOCK, 16L * BLOCK)),
+                Map.of(
+                        TierId.HBM,
+                        new TierSettings(EvictionPolicyKind.LRU, 0.9, 0.7, true),
+                        TierId.DRAM,
+                        new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 0.9, 0.7, false)));
     }
 
     /** The same over DRAM and a real NVMe tier: batched demotion, group commits and NVMe reads under load. */
     @Test
     void concurrentOperationsOverNvmeLoseAndCorruptNothing() throws Exception {
-        stress(List.of(
-                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
-                new io.kvstore.tier.nvme.NvmeTier(new io.kvstore.tier.nvme.NvmeTierConfig(List.of(dir),
-                        2L << 20, 1L << 20, 128L * 1024, 4))),
+        stress(
+                List.of(
+                        new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 64L * BLOCK, 16L * BLOCK),
+                        new io.kvstore.tier.nvme.NvmeTier(new io.kvstore.tier.nvme.NvmeTierConfig(
+                                List.of(dir), 2L << 20, 1L << 20, 128L * 1024, 4))),
                 Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.8, 0.5, true)));
     }
 
     private void stress(List<? extends io.kvstore.tier.BlockTier> tiers, Map<TierId, TierSettings> settings)
             throws Exception {
         long seed = System.nanoTime();
-        System.out.println("TierEngineStressTest seed " + seed + " tiers " + tiers.stream().map(t -> t.id()).toList());
+        System.out.println("TierEngineStressTest seed " + seed + " tiers "
+                + tiers.stream().map(t -> t.id()).toList());
         ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
         AtomicLong reads = new AtomicLong();
         AtomicLong puts = new AtomicLong();
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(tiers, settings, Duration.ofMillis(200), EngineEvents.NONE,
-                        Clock.systemUTC())) {
+                TierEngine engine =
+                        new TierEngine(tiers, settings, Duration.ofMillis(200), EngineEvents.NONE, Clock.systemUTC())) {
             // every key's bytes are fixed by its id, prepared once
             List<MemorySegment> contents = new ArrayList<>();
             for (int id = 0; id < KEYS; id++) {
@@ -150,13 +156,16 @@ class TierEngineStressTest {
                 var entry = engine.entry(key(id));
                 if (entry != null && entry.resident()) {
                     engine.get(key(id), dst);
-                    assertThat(dst.mismatch(contents.get(id))).as("block %d", id).isEqualTo(-1);
+                    assertThat(dst.mismatch(contents.get(id)))
+                            .as("block %d", id)
+                            .isEqualTo(-1);
                     resident++;
                 }
             }
             int tierBlocks = engine.stats().stream().mapToInt(TierStats::blocks).sum();
             assertThat(tierBlocks).isGreaterThanOrEqualTo(resident);
-            System.out.printf("stress: %d puts, %d reads, %d blocks resident at the end%n", puts.get(), reads.get(), resident);
+            System.out.printf(
+                    "stress: %d puts, %d reads, %d blocks resident at the end%n", puts.get(), reads.get(), resident);
         }
     }
 

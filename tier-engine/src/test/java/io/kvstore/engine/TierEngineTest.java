@@ -3,13 +3,13 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.catalog.LookupResult;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -156,7 +156,8 @@ class TierEngineTest {
         engine.awaitMoves();
         assertThat(engine.tier(TierId.DRAM).blockCount()).isLessThanOrEqualTo(4);
         assertThat(engine.blockCount()).isLessThanOrEqualTo(4);
-        assertThat(engine.lookup("m", hashes(keys.subList(6, 10))).matchedBlocks()).isEqualTo(4);
+        assertThat(engine.lookup("m", hashes(keys.subList(6, 10))).matchedBlocks())
+                .isEqualTo(4);
         assertThat(counted("evicted.DRAM.LRU")).isGreaterThanOrEqualTo(6);
     }
 
@@ -221,7 +222,8 @@ class TierEngineTest {
         assertThat(engine.entry(key).tiers()).containsExactly(TierId.DRAM);
         MemoryTier dram = (MemoryTier) engine.tier(TierId.DRAM);
         long offset = dram.offsetOf(key);
-        dram.region().set(ValueLayout.JAVA_BYTE, offset, (byte) (dram.region().get(ValueLayout.JAVA_BYTE, offset) ^ 0x40));
+        dram.region().set(ValueLayout.JAVA_BYTE, offset, (byte)
+                (dram.region().get(ValueLayout.JAVA_BYTE, offset) ^ 0x40));
         assertThatThrownBy(() -> engine.get(key, arena.allocate(BLOCK)))
                 .isInstanceOf(io.kvstore.tier.ChecksumMismatchException.class);
         assertThat(counted("checksum.DRAM")).isEqualTo(1);

@@ -2,13 +2,13 @@ package io.kvstore.eviction;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import java.util.HashMap;
 import java.util.HashSet;
-import java.util.Set;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 class EvictionPoliciesTest {
@@ -124,8 +124,11 @@ class EvictionPoliciesTest {
             parents.put(k(i), parent);
             tierPolicy.onInsert(k(i), parent);
         }
-        for (EvictionPolicyKind kind : List.of(EvictionPolicyKind.LFU, EvictionPolicyKind.W_TINYLFU,
-                EvictionPolicyKind.PREFIX_AWARE, EvictionPolicyKind.LRU)) {
+        for (EvictionPolicyKind kind : List.of(
+                EvictionPolicyKind.LFU,
+                EvictionPolicyKind.W_TINYLFU,
+                EvictionPolicyKind.PREFIX_AWARE,
+                EvictionPolicyKind.LRU)) {
             tierPolicy.switchTo(kind);
             assertThat(tierPolicy.kind()).isEqualTo(kind);
             assertThat(tierPolicy.size()).isEqualTo(50);
@@ -152,6 +155,7 @@ class EvictionPoliciesTest {
         }
         policy.recordAccesses(java.util.List.of(k(1), k(2), k(3)));
         assertThat(policy.nextVictim(key -> true)).isEqualTo(k(4));
-        assertThat(policy.nextVictim(key -> !key.equals(k(4)) && !key.equals(k(5)))).isEqualTo(k(1));
+        assertThat(policy.nextVictim(key -> !key.equals(k(4)) && !key.equals(k(5))))
+                .isEqualTo(k(1));
     }
 }

@@ -4,8 +4,8 @@ import static io.kvstore.hashing.GoldenTokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -45,17 +45,22 @@ class BlockHasherTest {
     void theFactoryGivesTheNamespaceItsScheme(HashScheme scheme) {
         BlockHasher hasher = hasher(scheme);
         assertThat(hasher.scheme()).isEqualTo(scheme);
-        assertThat(hasher.hashPrompt(seq(0, 16), 16, ExtraKeys.NONE).getFirst().length()).isEqualTo(scheme.hashLength());
+        assertThat(hasher.hashPrompt(seq(0, 16), 16, ExtraKeys.NONE).getFirst().length())
+                .isEqualTo(scheme.hashLength());
     }
 
     @ParameterizedTest
     @EnumSource(HashScheme.class)
     void sameTokensInDifferentNamespacesGiveDifferentBlockKeys(HashScheme scheme) {
-        BlockHash hash = hasher(scheme).hashPrompt(seq(0, 16), 16, ExtraKeys.NONE).getFirst();
+        BlockHash hash =
+                hasher(scheme).hashPrompt(seq(0, 16), 16, ExtraKeys.NONE).getFirst();
         BlockKey inA = new BlockKey("llama-3-8b/fp16", hash);
         BlockKey inB = new BlockKey("qwen-2-7b/fp16", hash);
         assertThat(inA).isNotEqualTo(inB);
-        assertThat(inA).isEqualTo(new BlockKey("llama-3-8b/fp16", hasher(scheme).hashPrompt(seq(0, 16), 16, null).getFirst()));
+        assertThat(inA)
+                .isEqualTo(new BlockKey(
+                        "llama-3-8b/fp16",
+                        hasher(scheme).hashPrompt(seq(0, 16), 16, null).getFirst()));
     }
 
     @ParameterizedTest
@@ -87,7 +92,9 @@ class BlockHasherTest {
                 hasher.hashPrompt(tokens, 16, ExtraKeys.of(null, "tenant-b")));
         for (int block = 0; block < 2; block++) {
             int b = block;
-            assertThat(variants.stream().map(v -> v.get(b)).distinct()).as("block %d", block).hasSize(5);
+            assertThat(variants.stream().map(v -> v.get(b)).distinct())
+                    .as("block %d", block)
+                    .hasSize(5);
         }
     }
 
@@ -98,9 +105,12 @@ class BlockHasherTest {
         Random random = new Random(42);
         List<int[]> prompts = new ArrayList<>();
         for (int i = 0; i < 64; i++) {
-            prompts.add(random.ints(16 * (1 + random.nextInt(40)) + random.nextInt(16), 0, 200_000).toArray());
+            prompts.add(random.ints(16 * (1 + random.nextInt(40)) + random.nextInt(16), 0, 200_000)
+                    .toArray());
         }
-        List<List<BlockHash>> expected = prompts.stream().map(p -> hasher.hashPrompt(p, 16, ExtraKeys.of("l", "s"))).toList();
+        List<List<BlockHash>> expected = prompts.stream()
+                .map(p -> hasher.hashPrompt(p, 16, ExtraKeys.of("l", "s")))
+                .toList();
         try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
             List<Future<Boolean>> results = new ArrayList<>();
             for (int t = 0; t < 8; t++) {
@@ -110,7 +120,8 @@ class BlockHasherTest {
                     for (int round = 0; round < 20; round++) {
                         for (int i = 0; i < prompts.size(); i++) {
                             int p = (i + offset * 7 + round) % prompts.size();
-                            same &= hasher.hashPrompt(prompts.get(p), 16, ExtraKeys.of("l", "s")).equals(expected.get(p));
+                            same &= hasher.hashPrompt(prompts.get(p), 16, ExtraKeys.of("l", "s"))
+                                    .equals(expected.get(p));
                         }
                     }
                     return same;
@@ -129,30 +140,38 @@ class BlockHasherTest {
         int[] tokens = seq(0, 32);
         tokens[20] = -5;
         assertThatThrownBy(() -> hasher.hashPrompt(tokens, 16, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("token id -5 at index 20 is negative");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("token id -5 at index 20 is negative");
         assertThatThrownBy(() -> hasher.hashBlock(null, tokens, 16, 32, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("-5 at index 20");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("-5 at index 20");
         assertThatThrownBy(() -> hasher.hashPrompt(tokens, 0, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("block size must be positive, got 0");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("block size must be positive, got 0");
         assertThatThrownBy(() -> hasher.hashBlock(null, tokens, 30, 40, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("token range [30, 40) is empty or outside 32 tokens");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("token range [30, 40) is empty or outside 32 tokens");
         assertThat(hasher.hashPrompt(seq(0, 15), 16, ExtraKeys.NONE)).isEmpty();
     }
 
     @Test
     void extraKeysAcceptOnlyWhatBothEnginesCanHash() {
         assertThatThrownBy(() -> new ExtraKeys(null, null, List.of(1.5)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("extra key 0 is a java.lang.Double");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("extra key 0 is a java.lang.Double");
         assertThatThrownBy(() -> new ExtraKeys(null, null, List.of(List.of("ok", new Object()))))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("extra key 0[1]");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("extra key 0[1]");
         assertThatThrownBy(() -> ExtraKeys.of("lora\uD800", null))
-                .isInstanceOf(IllegalArgumentException.class).hasMessage("LoRA name has an unpaired surrogate at index 4 and so no UTF-8 form");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("LoRA name has an unpaired surrogate at index 4 and so no UTF-8 form");
         assertThat(ExtraKeys.of("emoji \uD83D\uDE00", null).loraName()).isEqualTo("emoji \uD83D\uDE00");
     }
 
     @Test
     void sha256CborRequiresASeedFromTheNamespace() {
         assertThatThrownBy(() -> BlockHasher.create(HashScheme.SHA256_CBOR, null))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("sha256_cbor needs");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("sha256_cbor needs");
     }
 }

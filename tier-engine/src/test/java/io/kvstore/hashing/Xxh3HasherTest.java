@@ -6,7 +6,7 @@ import static io.kvstore.hashing.GoldenTokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import net.openhft.hashing.LongHashFunction;
@@ -78,34 +78,40 @@ class Xxh3HasherTest {
         BlockHash second = perRequest.hashBlock(first, tokens, 16, 32, extra);
         BlockHash third = perRequest.hashBlock(second, tokens, 32, 48, extra);
         assertThat(perRequest.hashPrompt(tokens, 16, extra)).containsExactly(first, second, third);
-        assertThat(saltHash0.hashBlock(BlockHash.ofHex("2b1e84fe7c4fd6fb"), seq(1016, 16), 0, 16, null).hex())
+        assertThat(saltHash0
+                        .hashBlock(BlockHash.ofHex("2b1e84fe7c4fd6fb"), seq(1016, 16), 0, 16, null)
+                        .hex())
                 .isEqualTo("995ef25da013b7bf");
     }
 
     @Test
     void littleEndianTokenBytesHashLikeTheIntArray() {
         LongHashFunction xxh3 = LongHashFunction.xx3(0x1349cde127705c16L);
-        assertThat(xxh3.hashBytes(Xxh3Hasher.littleEndian(WIDE, 2, 12))).isEqualTo(Xxh3Hasher.blockHash(xxh3, WIDE, 2, 12));
+        assertThat(xxh3.hashBytes(Xxh3Hasher.littleEndian(WIDE, 2, 12)))
+                .isEqualTo(Xxh3Hasher.blockHash(xxh3, WIDE, 2, 12));
     }
 
     @Test
     void aFixedSaltHashRefusesRequestsThatCarryLoraOrSalt() {
         assertThatThrownBy(() -> saltHash0.hashPrompt(seq(0, 16), 16, ExtraKeys.of("sql-lora", null)))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("fixed salt hash 0");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("fixed salt hash 0");
     }
 
     @Test
     void furtherExtraKeysAreRefused() {
         ExtraKeys extra = new ExtraKeys(null, null, List.of("mm:abc"));
         assertThatThrownBy(() -> perRequest.hashPrompt(seq(0, 16), 16, extra))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("1 further extra keys");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("1 further extra keys");
     }
 
     @Test
     void aParentOfAnotherLengthIsRefused() {
         BlockHash sha = BlockHash.ofHex("749fdc796f99efd836e0126282116392f5a5e4ea5c7ed009f2f58c385525a1f5");
         assertThatThrownBy(() -> perRequest.hashBlock(sha, seq(0, 16), 0, 16, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("8 bytes, got 32");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("8 bytes, got 32");
     }
 
     @Test
@@ -114,10 +120,12 @@ class Xxh3HasherTest {
                 .containsExactly("79c2079c74a8ee4d");
         assertThat(hex(BlockHasher.create(HashScheme.XXH3, "0x1349cde127705c16").hashPrompt(seq(0, 16), 16, null)))
                 .containsExactly("830d22e0c9126a99");
-        assertThat(hex(BlockHasher.create(HashScheme.XXH3, "18446744073709551615").hashPrompt(seq(0, 16), 16, null)))
+        assertThat(hex(BlockHasher.create(HashScheme.XXH3, "18446744073709551615")
+                        .hashPrompt(seq(0, 16), 16, null)))
                 .hasSize(1);
         assertThatThrownBy(() -> BlockHasher.create(HashScheme.XXH3, "salty"))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("'salty'");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("'salty'");
     }
 
     private static String json(String salt, String lora) {

@@ -15,23 +15,29 @@ class NixlBackendProbeTest {
 
     private static final Availability NIXL = Availability.available("libnixl_capi at /opt/nixl/lib/libnixl_capi.so");
     private static final Availability NO_NIXL = Availability.unavailable("libnixl_capi not found; tried /a, /b");
-    private static final Availability CUFILE = Availability.available("libcufile at /usr/local/cuda/lib64/libcufile.so");
+    private static final Availability CUFILE =
+            Availability.available("libcufile at /usr/local/cuda/lib64/libcufile.so");
     private static final Availability NO_CUFILE = Availability.unavailable("libcufile not found; tried /c");
 
     @ParameterizedTest(name = "{0} with nixl={1}, cufile={2}, plugins [{3}] -> {4}")
-    @CsvSource(delimiter = '|', value = {
-        "UCX    | true  | false | UCX POSIX       | true  | plugin UCX of libnixl_capi at /opt/nixl/lib/libnixl_capi.so",
-        "UCX    | false | true  | UCX             | false | NIXL itself is unavailable: libnixl_capi not found; tried /a, /b",
-        "GDS    | false | true  | GDS             | false | NIXL itself is unavailable",
-        "POSIX  | true  | false | UCX             | false | NIXL has no POSIX plugin (libplugin_POSIX.so); it found [UCX] in /opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)",
-        "GDS_MT | true  | false | UCX GDS_MT      | false | NIXL plugin GDS_MT needs libcufile: libcufile not found; tried /c",
-        "GDS_MT | true  | true  | UCX GDS_MT      | true  | plugin GDS_MT of libnixl_capi at /opt/nixl/lib/libnixl_capi.so; libcufile at",
-        "GDS    | true  | true  | UCX GDS_MT      | false | NIXL has no GDS plugin",
-    })
-    void answersWithTheFirstMissingPiece(String backend, boolean nixl, boolean cufile, String plugins, boolean available,
-            String detail) {
-        var probe = new NixlBackendProbe(() -> nixl ? NIXL : NO_NIXL, () -> cufile ? CUFILE : NO_CUFILE,
-                () -> List.of(plugins.split(" ")), () -> "/opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)");
+    @CsvSource(
+            delimiter = '|',
+            value = {
+                "UCX    | true  | false | UCX POSIX       | true  | plugin UCX of libnixl_capi at /opt/nixl/lib/libnixl_capi.so",
+                "UCX    | false | true  | UCX             | false | NIXL itself is unavailable: libnixl_capi not found; tried /a, /b",
+                "GDS    | false | true  | GDS             | false | NIXL itself is unavailable",
+                "POSIX  | true  | false | UCX             | false | NIXL has no POSIX plugin (libplugin_POSIX.so); it found [UCX] in /opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)",
+                "GDS_MT | true  | false | UCX GDS_MT      | false | NIXL plugin GDS_MT needs libcufile: libcufile not found; tried /c",
+                "GDS_MT | true  | true  | UCX GDS_MT      | true  | plugin GDS_MT of libnixl_capi at /opt/nixl/lib/libnixl_capi.so; libcufile at",
+                "GDS    | true  | true  | UCX GDS_MT      | false | NIXL has no GDS plugin",
+            })
+    void answersWithTheFirstMissingPiece(
+            String backend, boolean nixl, boolean cufile, String plugins, boolean available, String detail) {
+        var probe = new NixlBackendProbe(
+                () -> nixl ? NIXL : NO_NIXL,
+                () -> cufile ? CUFILE : NO_CUFILE,
+                () -> List.of(plugins.split(" ")),
+                () -> "/opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)");
         Availability answer = probe.probe(backend);
         assertThat(answer.available()).isEqualTo(available);
         assertThat(answer.detail()).startsWith(detail);
@@ -40,10 +46,14 @@ class NixlBackendProbeTest {
     @Test
     void pluginListIsAskedOnceForAllBackends() {
         AtomicInteger asked = new AtomicInteger();
-        var probe = new NixlBackendProbe(() -> NIXL, () -> CUFILE, () -> {
-            asked.incrementAndGet();
-            return List.of("UCX", "GDS");
-        }, () -> "/p");
+        var probe = new NixlBackendProbe(
+                () -> NIXL,
+                () -> CUFILE,
+                () -> {
+                    asked.incrementAndGet();
+                    return List.of("UCX", "GDS");
+                },
+                () -> "/p");
         probe.probe("UCX");
         probe.probe("GDS");
         probe.probe("POSIX");
@@ -58,7 +68,9 @@ class NixlBackendProbeTest {
             System.out.println("NIXL backend " + backend + ": " + answer);
             assertThat(answer.detail()).isNotBlank();
             if (!Nixl.availability().available()) {
-                assertThat(answer).isEqualTo(Availability.unavailable("NIXL itself is unavailable: " + Nixl.availability().detail()));
+                assertThat(answer)
+                        .isEqualTo(Availability.unavailable("NIXL itself is unavailable: "
+                                + Nixl.availability().detail()));
             } else if (backend.startsWith("GDS") && !CuFile.availability().available()) {
                 assertThat(answer.available()).isFalse();
             }

@@ -23,9 +23,11 @@ class ChecksumsTest {
                 reference.update(bytes);
                 MemorySegment offHeap = arena.allocate(Math.max(1, length)).asSlice(0, length);
                 MemorySegment.copy(bytes, 0, offHeap, ValueLayout.JAVA_BYTE, 0, length);
-                assertThat(Checksums.crc32c(offHeap)).as("native, %d bytes (seed %d)", length, seed)
+                assertThat(Checksums.crc32c(offHeap))
+                        .as("native, %d bytes (seed %d)", length, seed)
                         .isEqualTo((int) reference.getValue());
-                assertThat(Checksums.crc32c(MemorySegment.ofArray(bytes))).as("heap, %d bytes (seed %d)", length, seed)
+                assertThat(Checksums.crc32c(MemorySegment.ofArray(bytes)))
+                        .as("heap, %d bytes (seed %d)", length, seed)
                         .isEqualTo((int) reference.getValue());
             }
         }

@@ -1,14 +1,14 @@
 package io.kvstore.bench.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.Checksums;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
@@ -77,9 +77,12 @@ public class DramBandwidthBenchmark {
         // 7/8 of the tier: below its high watermark, so no background demotion runs while we measure.
         slots = (int) (TIER / blockSize) * 7 / 8;
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), TIER, 32L << 20);
-        engine = new TierEngine(List.of(dram),
+        engine = new TierEngine(
+                List.of(dram),
                 Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofMinutes(2), EngineEvents.NONE, Clock.systemUTC());
+                Duration.ofMinutes(2),
+                EngineEvents.NONE,
+                Clock.systemUTC());
         keys = new BlockKey[slots];
         for (int i = 0; i < slots; i++) {
             keys[i] = new BlockKey("bench", BlockHash.ofLong(i));

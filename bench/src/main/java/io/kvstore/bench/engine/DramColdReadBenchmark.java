@@ -1,14 +1,14 @@
 package io.kvstore.bench.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.Checksums;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.io.IOException;
@@ -66,6 +66,7 @@ public class DramColdReadBenchmark {
     int tierBlocks;
     /** How many operations ago the block read back was stored. */
     int readDistance;
+
     long op;
 
     @Setup(Level.Trial)
@@ -119,9 +120,12 @@ public class DramColdReadBenchmark {
      */
     static TierEngine engine(DramColdReadBenchmark b, int live) throws IOException {
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), TIER_BYTES, SLAB_BYTES);
-        TierEngine engine = new TierEngine(List.of(dram),
+        TierEngine engine = new TierEngine(
+                List.of(dram),
                 Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofSeconds(30), EngineEvents.NONE, Clock.systemUTC());
+                Duration.ofSeconds(30),
+                EngineEvents.NONE,
+                Clock.systemUTC());
         for (long n = 0; n < live; n++) {
             engine.put(key(n), null, b.source(n));
         }
@@ -156,8 +160,8 @@ public class DramColdReadBenchmark {
         public void start(DramColdReadBenchmark b) throws IOException {
             engine = engine(b, b.tierBlocks);
             if (engine.tier(TierId.DRAM).blockCount() != b.tierBlocks) {
-                throw new IllegalStateException("the tier holds " + engine.tier(TierId.DRAM).blockCount()
-                        + " blocks, expected it full with " + b.tierBlocks);
+                throw new IllegalStateException("the tier holds "
+                        + engine.tier(TierId.DRAM).blockCount() + " blocks, expected it full with " + b.tierBlocks);
             }
         }
 

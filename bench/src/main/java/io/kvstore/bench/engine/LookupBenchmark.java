@@ -1,14 +1,14 @@
 package io.kvstore.bench.engine;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.LookupResult;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.io.IOException;
@@ -113,9 +113,12 @@ public class LookupBenchmark {
             }
             long capacity = (long) CHAINS * CHAIN * BLOCK;
             MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), capacity, 32L << 20);
-            engine = new TierEngine(List.of(dram),
+            engine = new TierEngine(
+                    List.of(dram),
                     Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.9, false)),
-                    Duration.ofMinutes(2), EngineEvents.NONE, Clock.systemUTC());
+                    Duration.ofMinutes(2),
+                    EngineEvents.NONE,
+                    Clock.systemUTC());
             for (List<BlockHash> chain : chains) {
                 BlockHash parent = null;
                 for (BlockHash hash : chain) {
@@ -124,8 +127,8 @@ public class LookupBenchmark {
                 }
             }
             if (engine.blockCount() != CHAINS * CHAIN) {
-                throw new IllegalStateException("engine holds " + engine.blockCount() + " blocks, expected "
-                        + CHAINS * CHAIN);
+                throw new IllegalStateException(
+                        "engine holds " + engine.blockCount() + " blocks, expected " + CHAINS * CHAIN);
             }
         }
 

@@ -1,8 +1,8 @@
 package io.kvstore.bench.nvme;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
-import io.kvstore.tier.BlockRecord;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
@@ -28,7 +28,8 @@ public final class NvmeLoad {
         int blocks = (int) (total / block);
         long capacity = ((total + (64L << 20)) / (64L << 20) + 1) * (64L << 20);
         NvmeTierConfig config = new NvmeTierConfig(List.of(dir), capacity, 64L << 20, 8L << 20, depth);
-        try (Arena arena = Arena.ofShared(); NvmeTier tier = new NvmeTier(config)) {
+        try (Arena arena = Arena.ofShared();
+                NvmeTier tier = new NvmeTier(config)) {
             // distinct source and target buffers per in-flight request, 4 KiB-aligned like tier slots
             List<MemorySegment> sources = new ArrayList<>();
             List<MemorySegment> targets = new ArrayList<>();

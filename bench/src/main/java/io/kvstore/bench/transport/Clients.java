@@ -16,8 +16,7 @@ final class Clients {
         void run(int index) throws Exception;
     }
 
-    private Clients() {
-    }
+    private Clients() {}
 
     /** Runs batches {@code 0..batches-1} on {@code clients} threads and waits for all; the first failure is thrown. */
     static void run(int clients, int batches, Batch work) throws Exception {

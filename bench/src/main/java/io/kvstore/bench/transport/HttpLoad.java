@@ -1,6 +1,6 @@
 package io.kvstore.bench.transport;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import io.kvstore.hashing.BlockHasher;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.hashing.HashScheme;
@@ -36,14 +36,22 @@ import java.util.concurrent.TimeUnit;
 public final class HttpLoad {
 
     private static final int BLOCK = 2 << 20;
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    private static final HttpClient HTTP =
+            HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "lookup" -> lookups(args[1], Integer.parseInt(args[2]));
             case "blocks" -> {
-                int[] clients = Arrays.stream(args, 5, args.length).mapToInt(Integer::parseInt).toArray();
-                blocks(args[1], Integer.parseInt(args[2]), Integer.parseInt(args[3]), Integer.parseInt(args[4]), clients);
+                int[] clients = Arrays.stream(args, 5, args.length)
+                        .mapToInt(Integer::parseInt)
+                        .toArray();
+                blocks(
+                        args[1],
+                        Integer.parseInt(args[2]),
+                        Integer.parseInt(args[3]),
+                        Integer.parseInt(args[4]),
+                        clients);
             }
             default -> throw new IllegalArgumentException("mode lookup or blocks, got " + args[0]);
         }
@@ -53,7 +61,8 @@ public final class HttpLoad {
 
     private static void lookups(String base, int seconds) throws Exception {
         String ns = "lookup-bench";
-        // 1 layer x 1 KV head x 16 dims x fp16 x 2 x 16 tokens = 1 KiB blocks: the prefix is about the catalog, not bytes
+        // 1 layer x 1 KV head x 16 dims x fp16 x 2 x 16 tokens = 1 KiB blocks: the prefix is about the catalog, not
+        // bytes
         send("PUT", base + "/v1/namespaces/" + ns, """
                 {"model":"bench","layout":{"layers":1,"kvHeads":1,"headDim":16,"dtype":"float16","blockSize":16},
                  "hashScheme":"sha256_cbor","hashSeed":"0"}""".getBytes());
@@ -83,9 +92,9 @@ public final class HttpLoad {
             if (!check.contains("\"matchedBlocks\":" + blocks)) {
                 throw new IllegalStateException("the 2,048-block prefix is not all found: " + check.substring(0, 200));
             }
-            runLookups(base, kind[0], body, 64, 2);            // warm-up
-            runLookups(base, kind[0], body, 1, seconds);       // latency unloaded
-            runLookups(base, kind[0], body, 64, seconds);      // 64 engines at once
+            runLookups(base, kind[0], body, 64, 2); // warm-up
+            runLookups(base, kind[0], body, 1, seconds); // latency unloaded
+            runLookups(base, kind[0], body, 64, seconds); // 64 engines at once
         }
     }
 
@@ -127,8 +136,14 @@ public final class HttpLoad {
         RawHttp.closeAll();
         Arrays.sort(all);
         if (seconds > 2) {
-            System.out.printf("lookup by %s, 2,048 blocks, %d clients: %.0f lookups/s, p50 %.2f ms, p99 %.2f ms (%d lookups)%n",
-                    kind, clients, total / (double) seconds, all[total / 2] / 1e6, all[(int) (total * 0.99)] / 1e6, total);
+            System.out.printf(
+                    "lookup by %s, 2,048 blocks, %d clients: %.0f lookups/s, p50 %.2f ms, p99 %.2f ms (%d lookups)%n",
+                    kind,
+                    clients,
+                    total / (double) seconds,
+                    all[total / 2] / 1e6,
+                    all[(int) (total * 0.99)] / 1e6,
+                    total);
         }
     }
 
@@ -159,16 +174,25 @@ public final class HttpLoad {
             long store = t[0], fetch = t[1], redisSet = t[2], redisGet = t[3];
             int batches = count / batch;
             double bytes = (double) batches * batch * BLOCK;
-            System.out.printf("2 MiB blocks, %d per request, %d clients: kvstore HTTP store %.2f GB/s fetch %.2f GB/s; "
-                    + "Redis SET %.2f GB/s GET %.2f GB/s; ratio store %.2f fetch %.2f (%d blocks, all bytes compared)%n",
-                    batch, clients, bytes / store, bytes / fetch, bytes / redisSet, bytes / redisGet,
-                    (double) redisSet / store, (double) redisGet / fetch, batches * batch);
+            System.out.printf(
+                    "2 MiB blocks, %d per request, %d clients: kvstore HTTP store %.2f GB/s fetch %.2f GB/s; "
+                            + "Redis SET %.2f GB/s GET %.2f GB/s; ratio store %.2f fetch %.2f (%d blocks, all bytes compared)%n",
+                    batch,
+                    clients,
+                    bytes / store,
+                    bytes / fetch,
+                    bytes / redisSet,
+                    bytes / redisGet,
+                    (double) redisSet / store,
+                    (double) redisGet / fetch,
+                    batches * batch);
         }
     }
 
     /** Stores and fetches every block through kvstore, then SETs and GETs them in Redis: the four times in ns. */
-    private static long[] blockRound(String base, int redisPort, List<BlockHash> hashes, List<byte[]> data, int batches,
-            int batch, int clients) throws Exception {
+    private static long[] blockRound(
+            String base, int redisPort, List<BlockHash> hashes, List<byte[]> data, int batches, int batch, int clients)
+            throws Exception {
         String ns = "http-load-" + clients + "-" + Long.toString(System.nanoTime(), 36);
         send("DELETE", base + "/v1/namespaces/" + ns, null);
         // 2 layers x 8 KV heads x 128 dims x fp16 x 2 (K,V) x 256 tokens = 2 MiB
@@ -210,8 +234,8 @@ public final class HttpLoad {
         out.write(block);
     }
 
-    private static void httpStore(String base, String ns, List<BlockHash> hashes, List<byte[]> data, int first, int count)
-            throws Exception {
+    private static void httpStore(
+            String base, String ns, List<BlockHash> hashes, List<byte[]> data, int first, int count) throws Exception {
         // headers and block arrays go out as they are: no batch-sized copy on the client either
         List<byte[]> parts = new ArrayList<>();
         for (int i = first; i < first + count; i++) {
@@ -232,15 +256,18 @@ public final class HttpLoad {
         }
     }
 
-    private static void httpFetch(String base, String ns, List<BlockHash> hashes, List<byte[]> data, int first, int count)
-            throws Exception {
+    private static void httpFetch(
+            String base, String ns, List<BlockHash> hashes, List<byte[]> data, int first, int count) throws Exception {
         StringBuilder body = new StringBuilder("{\"blockHashes\":[");
         for (int i = first; i < first + count; i++) {
             body.append(i == first ? "\"" : ",\"").append(hashes.get(i).hex()).append('"');
         }
         body.append("]}");
         RawHttp http = RawHttp.local(base);
-        RawHttp.Response r = http.send("POST", "/v1/namespaces/" + ns + "/blocks:fetch", "application/json",
+        RawHttp.Response r = http.send(
+                "POST",
+                "/v1/namespaces/" + ns + "/blocks:fetch",
+                "application/json",
                 List.of(body.toString().getBytes()));
         if (r.status() != 200) {
             throw new IllegalStateException("fetch answered " + r.status() + ": " + http.text(r));
@@ -266,7 +293,11 @@ public final class HttpLoad {
 
     static String send(String method, String url, byte[] body, String contentType) throws Exception {
         HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(url))
-                .method(method, body == null ? HttpRequest.BodyPublishers.noBody() : HttpRequest.BodyPublishers.ofByteArray(body));
+                .method(
+                        method,
+                        body == null
+                                ? HttpRequest.BodyPublishers.noBody()
+                                : HttpRequest.BodyPublishers.ofByteArray(body));
         if (body != null) {
             b.header("Content-Type", contentType);
         }

@@ -7,7 +7,6 @@ import io.kvstore.transfer.TransferSpan;
 import io.kvstore.transfer.ucx.UcxPeer;
 import io.kvstore.transfer.ucx.UcxSettings;
 import io.kvstore.transfer.ucx.UcxTransferEngine;
-import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.URI;
 import java.util.ArrayList;
@@ -36,6 +35,7 @@ public final class OneSidedLoad {
     private static final HexFormat HEX = HexFormat.of();
     /** Time spent per step, summed over clients: reserve, WRITE, commit, lookup, READ, release. */
     private static final java.util.concurrent.atomic.LongAdder[] STEPS = new java.util.concurrent.atomic.LongAdder[6];
+
     private static final String[] STEP_NAMES = {"reserve", "write", "commit", "lookup", "read", "release"};
 
     static {
@@ -69,14 +69,19 @@ public final class OneSidedLoad {
         if (!transport.contains("\"available\":true")) {
             throw new IllegalStateException("kvstore has no one-sided transport: " + transport);
         }
-        RemoteRegion remote = new RemoteRegion(Long.parseLong(field(transport, "address")),
-                Long.parseLong(field(transport, "length")), Base64.getDecoder().decode(field(transport, "remoteKey")));
-        UcxSettings settings = tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
+        RemoteRegion remote = new RemoteRegion(
+                Long.parseLong(field(transport, "address")),
+                Long.parseLong(field(transport, "length")),
+                Base64.getDecoder().decode(field(transport, "remoteKey")));
+        UcxSettings settings =
+                tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
         try (UcxTransferEngine ucx = UcxTransferEngine.create(settings);
-                UcxPeer kvstore = ucx.connect("kvstore", Base64.getDecoder().decode(field(transport, "workerAddress")));
+                UcxPeer kvstore =
+                        ucx.connect("kvstore", Base64.getDecoder().decode(field(transport, "workerAddress")));
                 LocalRegion source = ucx.allocate((long) total * BLOCK);
                 LocalRegion sink = ucx.allocate((long) total * BLOCK)) {
-            sink.segment().fill((byte) 0); // an engine's KV buffers are resident; first-touch faults are not transfer time
+            sink.segment()
+                    .fill((byte) 0); // an engine's KV buffers are resident; first-touch faults are not transfer time
             SplittableRandom random = new SplittableRandom(42);
             for (long i = 0; i < source.segment().byteSize(); i += 8) {
                 source.segment().set(ValueLayout.JAVA_LONG_UNALIGNED, i, random.nextLong());
@@ -94,26 +99,42 @@ public final class OneSidedLoad {
             int batches = total / batch;
             // warm-up: the same store and fetch once, untimed, into a namespace deleted afterwards, so the JIT
             // has compiled both sides' paths before the clock runs (the service is long-lived; Redis has no JIT)
-            Clients.run(clients, batches, b -> store(base, warmup, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
-            Clients.run(clients, batches, b -> fetch(base, warmup, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
+            Clients.run(
+                    clients,
+                    batches,
+                    b -> store(base, warmup, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
+            Clients.run(
+                    clients,
+                    batches,
+                    b -> fetch(base, warmup, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
             send("DELETE", base + "/v1/namespaces/" + warmup, null);
             for (var s : STEPS) {
                 s.reset();
             }
             sink.segment().fill((byte) 0);
             long t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> store(base, ns, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
+            Clients.run(
+                    clients,
+                    batches,
+                    b -> store(base, ns, ucx, kvstore, remote, source, hashes, crcs, b * batch, batch));
             long storeNanos = System.nanoTime() - t0;
             t0 = System.nanoTime();
-            Clients.run(clients, batches, b -> fetch(base, ns, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
+            Clients.run(
+                    clients, batches, b -> fetch(base, ns, ucx, kvstore, remote, sink, hashes, crcs, b * batch, batch));
             long fetchNanos = System.nanoTime() - t0;
             long mismatch = sink.segment().mismatch(source.segment());
             if (mismatch != -1) {
                 throw new IllegalStateException("bytes read back differ at offset " + mismatch);
             }
             double bytes = (double) batches * batch * BLOCK;
-            System.out.printf("ucx-%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
-                    tls.isEmpty() ? "default" : tls, clients, bytes / storeNanos, bytes / fetchNanos, batches * batch, batch,
+            System.out.printf(
+                    "ucx-%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
+                    tls.isEmpty() ? "default" : tls,
+                    clients,
+                    bytes / storeNanos,
+                    bytes / fetchNanos,
+                    batches * batch,
+                    batch,
                     kvstore.path());
             StringBuilder steps = new StringBuilder("  time per step, ms summed over clients:");
             for (int i = 0; i < STEPS.length; i++) {
@@ -123,19 +144,37 @@ public final class OneSidedLoad {
         }
     }
 
-    private static void store(String base, String ns, UcxTransferEngine ucx, UcxPeer peer, RemoteRegion remote,
-            LocalRegion source, List<String> hashes, long[] crcs, int first, int count) throws Exception {
+    private static void store(
+            String base,
+            String ns,
+            UcxTransferEngine ucx,
+            UcxPeer peer,
+            RemoteRegion remote,
+            LocalRegion source,
+            List<String> hashes,
+            long[] crcs,
+            int first,
+            int count)
+            throws Exception {
         StringBuilder blocks = new StringBuilder("[");
         StringBuilder crcJson = new StringBuilder("{");
         for (int i = first; i < first + count; i++) {
-            blocks.append(i == first ? "" : ",").append("{\"hash\":\"").append(hashes.get(i)).append("\"}");
-            crcJson.append(i == first ? "" : ",").append('"').append(hashes.get(i)).append("\":").append(crcs[i]);
+            blocks.append(i == first ? "" : ",")
+                    .append("{\"hash\":\"")
+                    .append(hashes.get(i))
+                    .append("\"}");
+            crcJson.append(i == first ? "" : ",")
+                    .append('"')
+                    .append(hashes.get(i))
+                    .append("\":")
+                    .append(crcs[i]);
         }
         long t = System.nanoTime();
-        String reservation = send("POST", base + "/v1/namespaces/" + ns + "/blocks:reserve",
-                "{\"blocks\":" + blocks + "]}");
+        String reservation =
+                send("POST", base + "/v1/namespaces/" + ns + "/blocks:reserve", "{\"blocks\":" + blocks + "]}");
         List<TransferSpan> spans = new ArrayList<>();
-        Matcher slot = Pattern.compile("\\{\"hash\":\"([0-9a-f]+)\",\"address\":(\\d+),\"length\":(\\d+)}").matcher(reservation);
+        Matcher slot = Pattern.compile("\\{\"hash\":\"([0-9a-f]+)\",\"address\":(\\d+),\"length\":(\\d+)}")
+                .matcher(reservation);
         while (slot.find()) {
             int i = hashes.indexOf(slot.group(1));
             spans.add(new TransferSpan((long) i * BLOCK, Long.parseLong(slot.group(2)) - remote.address(), BLOCK));
@@ -143,7 +182,9 @@ public final class OneSidedLoad {
         t = step(0, t);
         ucx.post(TransferOp.WRITE, source, peer, remote, spans).get(60, TimeUnit.SECONDS);
         t = step(1, t);
-        String commit = send("POST", base + "/v1/namespaces/" + ns + "/blocks:commit",
+        String commit = send(
+                "POST",
+                base + "/v1/namespaces/" + ns + "/blocks:commit",
                 "{\"reservationId\":\"" + field(reservation, "reservationId") + "\",\"crc32c\":" + crcJson + "}}");
         step(2, t);
         if (!commit.contains("\"failed\":[]")) {
@@ -151,18 +192,30 @@ public final class OneSidedLoad {
         }
     }
 
-    private static void fetch(String base, String ns, UcxTransferEngine ucx, UcxPeer peer, RemoteRegion remote,
-            LocalRegion sink, List<String> hashes, long[] crcs, int first, int count) throws Exception {
+    private static void fetch(
+            String base,
+            String ns,
+            UcxTransferEngine ucx,
+            UcxPeer peer,
+            RemoteRegion remote,
+            LocalRegion sink,
+            List<String> hashes,
+            long[] crcs,
+            int first,
+            int count)
+            throws Exception {
         StringBuilder list = new StringBuilder("[");
         for (int i = first; i < first + count; i++) {
             list.append(i == first ? "" : ",").append('"').append(hashes.get(i)).append('"');
         }
         long t = System.nanoTime();
-        String lookup = send("POST", base + "/v1/lookup",
+        String lookup = send(
+                "POST",
+                base + "/v1/lookup",
                 "{\"namespace\":\"" + ns + "\",\"blockHashes\":" + list + "],\"lease\":true}");
         List<TransferSpan> spans = new ArrayList<>();
         Matcher location = Pattern.compile(
-                "\\{\"hash\":\"([0-9a-f]+)\",\"tier\":\"\\w+\",\"address\":(\\d+),\"length\":(\\d+),\"crc32c\":(\\d+)}")
+                        "\\{\"hash\":\"([0-9a-f]+)\",\"tier\":\"\\w+\",\"address\":(\\d+),\"length\":(\\d+),\"crc32c\":(\\d+)}")
                 .matcher(lookup);
         while (location.find()) {
             int i = hashes.indexOf(location.group(1));
@@ -193,7 +246,10 @@ public final class OneSidedLoad {
         // the same raw keep-alive HTTP/1.1 client as HttpLoad: the JDK's HttpClient costs more than the server here
         URI uri = URI.create(url);
         RawHttp http = RawHttp.local(uri.getScheme() + "://" + uri.getAuthority());
-        RawHttp.Response r = http.send(method, uri.getRawPath(), body == null ? null : "application/json",
+        RawHttp.Response r = http.send(
+                method,
+                uri.getRawPath(),
+                body == null ? null : "application/json",
                 body == null ? List.of() : List.of(body.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
         String text = http.text(r);
         if (r.status() >= 300 && !(method.equals("DELETE") && r.status() == 404)) {

@@ -25,8 +25,7 @@ final class RawHttp implements AutoCloseable {
     private static final Queue<RawHttp> OPEN = new ConcurrentLinkedQueue<>();
 
     /** A response whose body is still on the socket; {@link #body} must be read to the end before the next request. */
-    record Response(int status, long length, InputStream body) {
-    }
+    record Response(int status, long length, InputStream body) {}
 
     private final String host;
     private final Socket socket;
@@ -68,8 +67,14 @@ final class RawHttp implements AutoCloseable {
         for (byte[] p : parts) {
             length += p.length;
         }
-        StringBuilder head = new StringBuilder(method).append(' ').append(path).append(" HTTP/1.1\r\nHost: ").append(host)
-                .append("\r\nContent-Length: ").append(length).append("\r\n");
+        StringBuilder head = new StringBuilder(method)
+                .append(' ')
+                .append(path)
+                .append(" HTTP/1.1\r\nHost: ")
+                .append(host)
+                .append("\r\nContent-Length: ")
+                .append(length)
+                .append("\r\n");
         if (contentType != null) {
             head.append("Content-Type: ").append(contentType).append("\r\n");
         }

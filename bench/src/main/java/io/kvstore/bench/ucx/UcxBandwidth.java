@@ -32,7 +32,8 @@ public final class UcxBandwidth {
         String tls = args[0];
         UcxPath path = UcxPath.valueOf(args[1]);
         double seconds = Double.parseDouble(args[2]);
-        UcxSettings settings = UcxSettings.defaults().withTransports(tls).withPath(path).withMaxMessageBytes(64L << 20);
+        UcxSettings settings =
+                UcxSettings.defaults().withTransports(tls).withPath(path).withMaxMessageBytes(64L << 20);
         try (UcxTransferEngine initiator = UcxTransferEngine.create(settings);
                 UcxTransferEngine target = UcxTransferEngine.create(settings);
                 LocalRegion local = initiator.allocate(WORKING_SET);
@@ -44,14 +45,22 @@ public final class UcxBandwidth {
                 long size = Long.parseLong(args[i]);
                 for (TransferOp op : List.of(TransferOp.WRITE, TransferOp.READ)) {
                     double mibs = measure(initiator, op, local, peer, remote, size, seconds);
-                    System.out.printf("%s %d %.0f %s%n", op == TransferOp.WRITE ? "put" : "get", size, mibs, peer.path());
+                    System.out.printf(
+                            "%s %d %.0f %s%n", op == TransferOp.WRITE ? "put" : "get", size, mibs, peer.path());
                 }
             }
         }
     }
 
-    private static double measure(UcxTransferEngine engine, TransferOp op, LocalRegion local, UcxPeer peer,
-            LocalRegion remote, long size, double seconds) throws Exception {
+    private static double measure(
+            UcxTransferEngine engine,
+            TransferOp op,
+            LocalRegion local,
+            UcxPeer peer,
+            LocalRegion remote,
+            long size,
+            double seconds)
+            throws Exception {
         long blocks = WORKING_SET / size;
         List<TransferSpan> spans = new ArrayList<>();
         for (long i = 0; i < blocks; i++) {
@@ -62,7 +71,9 @@ public final class UcxBandwidth {
         long start = System.nanoTime();
         long end = start + (long) (seconds * 1e9);
         while (System.nanoTime() < end) {
-            bytes += engine.post(op, local, peer, remote.describe(), spans).get(60, TimeUnit.SECONDS).bytes();
+            bytes += engine.post(op, local, peer, remote.describe(), spans)
+                    .get(60, TimeUnit.SECONDS)
+                    .bytes();
         }
         double elapsed = (System.nanoTime() - start) / 1e9;
         return bytes / elapsed / (1 << 20);

@@ -1,7 +1,8 @@
 package io.kvstore.service.admin;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.EvictionReport;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
@@ -12,7 +13,6 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
-import io.kvstore.tier.TierId;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -36,7 +36,8 @@ public class AdminController {
     private final BlockService blocks;
     private final BackendProbe backends;
 
-    public AdminController(TierEngine engine, NamespaceRegistry namespaces, BlockService blocks, BackendProbe backends) {
+    public AdminController(
+            TierEngine engine, NamespaceRegistry namespaces, BlockService blocks, BackendProbe backends) {
         this.engine = engine;
         this.namespaces = namespaces;
         this.blocks = blocks;
@@ -44,16 +45,14 @@ public class AdminController {
     }
 
     /** A tier's policy and watermarks, as read and as written. */
-    public record PolicyView(String policy, Double highWatermark, Double lowWatermark) {
-    }
+    public record PolicyView(String policy, Double highWatermark, Double lowWatermark) {}
 
     /** {@code POST /admin/evict}: a tier and a limit in bytes or blocks, or a namespace to evict entirely. */
-    public record EvictRequest(String tier, Long bytes, Integer blocks, String namespace) {
-    }
+    public record EvictRequest(String tier, Long bytes, Integer blocks, String namespace) {}
 
     /** {@code POST /admin/pin|unpin}: a namespace and block hashes, or a token prefix (hashed by the namespace's scheme). */
-    public record PinRequest(String namespace, List<String> blockHashes, int[] tokenIds, String lora, String cacheSalt) {
-    }
+    public record PinRequest(
+            String namespace, List<String> blockHashes, int[] tokenIds, String lora, String cacheSalt) {}
 
     @GetMapping("/tiers")
     public Map<String, Object> tiers() {
@@ -91,8 +90,7 @@ public class AdminController {
      */
     @PutMapping(path = "/eviction-policy", consumes = MediaType.APPLICATION_JSON_VALUE)
     public Map<String, PolicyView> setEvictionPolicy(@RequestBody Map<String, PolicyView> request) {
-        record Change(TierId tier, EvictionPolicyKind policy, double high, double low) {
-        }
+        record Change(TierId tier, EvictionPolicyKind policy, double high, double low) {}
         List<Change> changes = new ArrayList<>();
         for (var entry : request.entrySet()) {
             TierId tier = tier(entry.getKey(), entry.getKey());
@@ -105,13 +103,16 @@ public class AdminController {
             try {
                 kind = v.policy() == null ? current.policy() : EvictionPolicyKind.parse(v.policy());
             } catch (IllegalArgumentException e) {
-                throw new InvalidRequestException(entry.getKey() + ".policy", entry.getKey() + ".policy: " + e.getMessage());
+                throw new InvalidRequestException(
+                        entry.getKey() + ".policy", entry.getKey() + ".policy: " + e.getMessage());
             }
             double high = v.highWatermark() == null ? current.highWatermark() : v.highWatermark();
             double low = v.lowWatermark() == null ? current.lowWatermark() : v.lowWatermark();
             if (!(low > 0 && low < high && high <= 1.0)) {
-                throw new InvalidRequestException(entry.getKey() + ".highWatermark", entry.getKey()
-                        + ": watermarks must satisfy 0 < lowWatermark < highWatermark <= 1, got low " + low + ", high " + high);
+                throw new InvalidRequestException(
+                        entry.getKey() + ".highWatermark",
+                        entry.getKey() + ": watermarks must satisfy 0 < lowWatermark < highWatermark <= 1, got low "
+                                + low + ", high " + high);
             }
             changes.add(new Change(tier, kind, high, low));
         }
@@ -144,7 +145,9 @@ public class AdminController {
             if (request.blocks() != null && request.blocks() <= 0) {
                 throw new InvalidRequestException("blocks", "blocks must be positive, got " + request.blocks());
             }
-            report = engine.evict(tier, request.bytes() == null ? 0 : request.bytes(),
+            report = engine.evict(
+                    tier,
+                    request.bytes() == null ? 0 : request.bytes(),
                     request.blocks() == null ? 0 : request.blocks());
         }
         return Map.of("tier", tier.name(), "evictedBlocks", report.blocks(), "evictedBytes", report.bytes());
@@ -167,7 +170,9 @@ public class AdminController {
         for (String name : resolved.sources().keySet()) {
             var availability = BackendProbe.availability(name);
             Map<String, Object> b = new LinkedHashMap<>();
-            b.put("enabled", resolved.enabled().contains(name) || resolved.unavailable().containsKey(name));
+            b.put(
+                    "enabled",
+                    resolved.enabled().contains(name) || resolved.unavailable().containsKey(name));
             b.put("source", resolved.sources().get(name));
             b.put("available", availability.available());
             b.put("detail", availability.detail());
@@ -185,7 +190,8 @@ public class AdminController {
         if (request.blockHashes() != null && request.tokenIds() == null) {
             hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
         } else if (request.tokenIds() != null && request.blockHashes() == null) {
-            hashes = blocks.hashTokens(spec, request.tokenIds(), new ExtraKeys(request.lora(), request.cacheSalt(), null));
+            hashes = blocks.hashTokens(
+                    spec, request.tokenIds(), new ExtraKeys(request.lora(), request.cacheSalt(), null));
         } else {
             throw new InvalidRequestException("blockHashes", "give exactly one of blockHashes or tokenIds");
         }
@@ -204,7 +210,7 @@ public class AdminController {
         } catch (IllegalArgumentException ignored) {
             // answered below with the configured tiers
         }
-        throw new InvalidRequestException(field, field + ": tier '" + name + "' is not configured; configured: "
-                + engine.tierIds());
+        throw new InvalidRequestException(
+                field, field + ": tier '" + name + "' is not configured; configured: " + engine.tierIds());
     }
 }

@@ -23,7 +23,8 @@ public final class AdminTokenInterceptor implements HandlerInterceptor {
     }
 
     @Override
-    public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler) throws IOException {
+    public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler)
+            throws IOException {
         String header = request.getHeader(HttpHeaders.AUTHORIZATION);
         if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
             response.setHeader(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvstore-admin\"");
@@ -42,11 +43,13 @@ public final class AdminTokenInterceptor implements HandlerInterceptor {
         return true;
     }
 
-    private static void refuse(HttpServletResponse response, int status, String title, String detail) throws IOException {
+    private static void refuse(HttpServletResponse response, int status, String title, String detail)
+            throws IOException {
         response.setStatus(status);
         response.setContentType(MediaType.APPLICATION_PROBLEM_JSON_VALUE);
         response.setCharacterEncoding("UTF-8");
-        response.getWriter().write("{\"type\":\"about:blank\",\"title\":\"" + title + "\",\"status\":" + status
-                + ",\"detail\":\"" + detail.replace("\"", "'") + "\"}");
+        response.getWriter()
+                .write("{\"type\":\"about:blank\",\"title\":\"" + title + "\",\"status\":" + status + ",\"detail\":\""
+                        + detail.replace("\"", "'") + "\"}");
     }
 }

@@ -17,6 +17,7 @@ public class AdminWebConfiguration implements WebMvcConfigurer {
 
     @Override
     public void addInterceptors(InterceptorRegistry registry) {
-        registry.addInterceptor(new AdminTokenInterceptor(properties.adminToken())).addPathPatterns("/admin", "/admin/**");
+        registry.addInterceptor(new AdminTokenInterceptor(properties.adminToken()))
+                .addPathPatterns("/admin", "/admin/**");
     }
 }

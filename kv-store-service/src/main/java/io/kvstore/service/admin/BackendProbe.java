@@ -22,8 +22,11 @@ public final class BackendProbe {
     private final NixlBackendSelection.Resolved resolved;
 
     public BackendProbe(KvStoreProperties properties, Map<String, String> environment) {
-        this.resolved = NixlBackendSelection.resolve(environment, properties.nixl().backends(),
-                properties.nixl().requireBackends(), BackendProbe::availability);
+        this.resolved = NixlBackendSelection.resolve(
+                environment,
+                properties.nixl().backends(),
+                properties.nixl().requireBackends(),
+                BackendProbe::availability);
         log.info(resolved.summary());
     }
 
@@ -43,10 +46,12 @@ public final class BackendProbe {
             case "UCX" -> {
                 Availability ucp = Ucp.availability();
                 yield ucp.available()
-                        ? Availability.available("direct libucp " + ucp.detail() + " (NIXL not used: " + viaNixl.detail() + ")")
+                        ? Availability.available(
+                                "direct libucp " + ucp.detail() + " (NIXL not used: " + viaNixl.detail() + ")")
                         : Availability.unavailable(viaNixl.detail() + "; direct libucp: " + ucp.detail());
             }
-            case "POSIX" -> Availability.available("libc POSIX reads and writes (NIXL not used: " + viaNixl.detail() + ")");
+            case "POSIX" ->
+                Availability.available("libc POSIX reads and writes (NIXL not used: " + viaNixl.detail() + ")");
             default -> viaNixl;
         };
     }

@@ -1,23 +1,23 @@
 package io.kvstore.service.api;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.Lease;
 import io.kvstore.engine.TierEngine;
-import io.kvstore.service.transport.TransportService;
-import io.kvstore.tier.memory.MemoryTier;
-import java.util.ArrayList;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.web.ConnectorStreams;
-import io.kvstore.tier.TierId;
+import io.kvstore.tier.memory.MemoryTier;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,8 +43,8 @@ public class EngineController {
     private final TransportService transport;
     private final TierEngine engine;
 
-    public EngineController(BlockService blocks, NamespaceRegistry namespaces, TransportService transport,
-            TierEngine engine) {
+    public EngineController(
+            BlockService blocks, NamespaceRegistry namespaces, TransportService transport, TierEngine engine) {
         this.blocks = blocks;
         this.namespaces = namespaces;
         this.transport = transport;
@@ -52,8 +52,8 @@ public class EngineController {
     }
 
     @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public ResponseEntity<Map<String, Object>> declare(@PathVariable("ns") String ns,
-            @RequestBody NamespaceDeclaration declaration) {
+    public ResponseEntity<Map<String, Object>> declare(
+            @PathVariable("ns") String ns, @RequestBody NamespaceDeclaration declaration) {
         NamespaceSpec spec = declaration.toSpec();
         var outcome = namespaces.declare(ns, spec);
         return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
@@ -90,7 +90,8 @@ public class EngineController {
             hashes = blocks.hashTokens(spec, request.tokenIds(), extraKeys(request.extraKeys()));
         } else if (request.blockHashes() != null) {
             if (request.extraKeys() != null) {
-                throw new InvalidRequestException("extraKeys", "extraKeys go with tokenIds; hashes already include them");
+                throw new InvalidRequestException(
+                        "extraKeys", "extraKeys go with tokenIds; hashes already include them");
             }
             hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
         } else {
@@ -99,12 +100,19 @@ public class EngineController {
         var match = blocks.lookup(request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
         var result = match.result();
         Lease lease = match.lease();
-        return new LookupResponse(request.namespace(), result.matchedBlocks(),
+        return new LookupResponse(
+                request.namespace(),
+                result.matchedBlocks(),
                 (long) result.matchedBlocks() * spec.blockSize(),
                 result.blocks().stream().map(k -> k.hash().hex()).toList(),
                 result.tiers().stream().map(TierId::name).toList(),
-                lease == null ? null : new LookupResponse.LeaseView(lease.id(), lease.expiresAt(), lease.blocks().size(),
-                        transport.available() ? locations(lease) : null));
+                lease == null
+                        ? null
+                        : new LookupResponse.LeaseView(
+                                lease.id(),
+                                lease.expiresAt(),
+                                lease.blocks().size(),
+                                transport.available() ? locations(lease) : null));
     }
 
     /** Read descriptors of leased blocks; the lease keeps each where it is until released or expired. */
@@ -118,8 +126,12 @@ public class EngineController {
             if (offset < 0 || entry == null || !entry.residentIn(TransportService.TIER)) {
                 out.add(new LookupResponse.Location(key.hash().hex(), null, null, null, null));
             } else {
-                out.add(new LookupResponse.Location(key.hash().hex(), TransportService.TIER.name(), transport.address(offset),
-                        entry.length(), Integer.toUnsignedLong(entry.crc32c())));
+                out.add(new LookupResponse.Location(
+                        key.hash().hex(),
+                        TransportService.TIER.name(),
+                        transport.address(offset),
+                        entry.length(),
+                        Integer.toUnsignedLong(entry.crc32c())));
             }
         }
         return out;
@@ -155,7 +167,12 @@ public class EngineController {
     @GetMapping("/leases/{id}")
     public Map<String, Object> lease(@PathVariable("id") String id) {
         Lease lease = blocks.lease(id);
-        return Map.of("id", lease.id(), "expiresAt", lease.expiresAt(), "blocks",
+        return Map.of(
+                "id",
+                lease.id(),
+                "expiresAt",
+                lease.expiresAt(),
+                "blocks",
                 lease.blocks().stream().map(BlockKey::hash).map(BlockHash::hex).toList());
     }
 

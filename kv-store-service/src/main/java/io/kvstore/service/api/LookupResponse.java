@@ -9,16 +9,20 @@ import java.util.List;
  * the lease holding them when one was asked for.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
-public record LookupResponse(String namespace, int matchedBlocks, long matchedTokens, List<String> blockHashes,
-        List<String> tiers, LeaseView lease) {
+public record LookupResponse(
+        String namespace,
+        int matchedBlocks,
+        long matchedTokens,
+        List<String> blockHashes,
+        List<String> tiers,
+        LeaseView lease) {
 
     /**
      * A lease: its id (release it with {@code DELETE /v1/leases/{id}}), expiry and the blocks it holds;
      * with the one-sided transport, where each leased block lies in the registered region, for a READ.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record LeaseView(String id, Instant expiresAt, int blocks, List<Location> locations) {
-    }
+    public record LeaseView(String id, Instant expiresAt, int blocks, List<Location> locations) {}
 
     /**
      * Where to READ a leased block in place: its address in the registered region of {@code tier}, its
@@ -26,6 +30,5 @@ public record LookupResponse(String namespace, int matchedBlocks, long matchedTo
      * held only in a tier peers cannot reach (NVMe) has no location; fetch it over HTTP.
      */
     @JsonInclude(JsonInclude.Include.NON_NULL)
-    public record Location(String hash, String tier, Long address, Integer length, Long crc32c) {
-    }
+    public record Location(String hash, String tier, Long address, Integer length, Long crc32c) {}
 }

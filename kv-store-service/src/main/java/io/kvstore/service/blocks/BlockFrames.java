@@ -1,13 +1,13 @@
 package io.kvstore.service.blocks;
 
-import io.kvstore.catalog.BlockHash;
+import io.kvstore.block.BlockHash;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.PayloadTooLargeException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
-import jakarta.servlet.ServletInputStream;
-import jakarta.servlet.ServletOutputStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -32,8 +32,7 @@ public final class BlockFrames {
     /** Bytes copied per step between a stream and off-heap memory. */
     static final int CHUNK = 64 * 1024;
 
-    private BlockFrames() {
-    }
+    private BlockFrames() {}
 
     /** One frame's header. */
     public record Header(BlockHash hash, BlockHash parent, int length) {
@@ -136,7 +135,8 @@ public final class BlockFrames {
         private void count(long n) {
             consumed += n;
             if (consumed > limit) {
-                throw new PayloadTooLargeException("the body is larger than kvstore.max-request-size (" + limit + " bytes)");
+                throw new PayloadTooLargeException(
+                        "the body is larger than kvstore.max-request-size (" + limit + " bytes)");
             }
         }
 
@@ -183,5 +183,4 @@ public final class BlockFrames {
             }
         }
     }
-
 }

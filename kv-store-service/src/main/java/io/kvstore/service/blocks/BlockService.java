@@ -1,7 +1,8 @@
 package io.kvstore.service.blocks;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.catalog.LookupResult;
 import io.kvstore.engine.Lease;
@@ -15,7 +16,6 @@ import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
-import io.kvstore.tier.TierId;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -41,7 +41,8 @@ public class BlockService {
     private final EngineMetrics metrics;
     private final long maxRequestBytes;
 
-    public BlockService(TierEngine engine, NamespaceRegistry namespaces, EngineMetrics metrics, KvStoreProperties properties) {
+    public BlockService(
+            TierEngine engine, NamespaceRegistry namespaces, EngineMetrics metrics, KvStoreProperties properties) {
         this.engine = engine;
         this.namespaces = namespaces;
         this.metrics = metrics;
@@ -49,8 +50,7 @@ public class BlockService {
     }
 
     /** The outcome of a lookup: the matched prefix, each block's tier, and the lease when one was asked for. */
-    public record Match(NamespaceSpec spec, LookupResult result, Lease lease) {
-    }
+    public record Match(NamespaceSpec spec, LookupResult result, Lease lease) {}
 
     /** The hashes a request names directly, checked against the namespace's hash length. */
     public List<BlockHash> parseHashes(NamespaceSpec spec, List<String> hex, String field) {
@@ -67,8 +67,10 @@ public class BlockService {
                 throw new InvalidRequestException(name, name + ": " + e.getMessage());
             }
             if (hash.length() != spec.hashBytes()) {
-                throw new InvalidRequestException(name, name + " has " + hash.length() + " bytes; "
-                        + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
+                throw new InvalidRequestException(
+                        name,
+                        name + " has " + hash.length() + " bytes; "
+                                + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
             }
             hashes.add(hash);
         }
@@ -79,8 +81,8 @@ public class BlockService {
     public List<BlockHash> hashTokens(NamespaceSpec spec, int[] tokenIds, ExtraKeys extra) {
         for (int i = 0; i < tokenIds.length; i++) {
             if (tokenIds[i] < 0) {
-                throw new InvalidRequestException("tokenIds",
-                        "tokenIds: token id at position " + i + " is negative (" + tokenIds[i] + ")");
+                throw new InvalidRequestException(
+                        "tokenIds", "tokenIds: token id at position " + i + " is negative (" + tokenIds[i] + ")");
             }
         }
         try {
@@ -100,7 +102,8 @@ public class BlockService {
             held = engine.lease(result.blocks(), null);
             if (held.blocks().size() < result.matchedBlocks()) {
                 // blocks evicted between lookup and lease: answer what is actually held
-                result = new LookupResult(held.blocks(), result.tiers().subList(0, held.blocks().size()));
+                result = new LookupResult(
+                        held.blocks(), result.tiers().subList(0, held.blocks().size()));
             }
         }
         metrics.lookup(keys.size(), result.tiers(), System.nanoTime() - start);
@@ -108,8 +111,7 @@ public class BlockService {
     }
 
     /** What a store did: blocks and bytes received, and how many went to each tier. */
-    public record Stored(int blocks, long bytes, Map<TierId, Integer> tiers) {
-    }
+    public record Stored(int blocks, long bytes, Map<TierId, Integer> tiers) {}
 
     /**
      * Stores the frames of {@code body} one by one; frames before a failing one stay stored (a retry is
@@ -118,8 +120,8 @@ public class BlockService {
     public Stored store(String namespace, InputStream body, long contentLength) throws IOException {
         NamespaceSpec spec = namespaces.require(namespace);
         if (contentLength > maxRequestBytes) {
-            throw new PayloadTooLargeException("the body has " + contentLength
-                    + " bytes; kvstore.max-request-size is " + maxRequestBytes);
+            throw new PayloadTooLargeException(
+                    "the body has " + contentLength + " bytes; kvstore.max-request-size is " + maxRequestBytes);
         }
         BlockFrames.Reader reader = new BlockFrames.Reader(body, maxRequestBytes);
         Map<TierId, Integer> tiers = new EnumMap<>(TierId.class);
@@ -133,12 +135,21 @@ public class BlockService {
                 TierId tier;
                 try {
                     // the body is read straight into a free tier slot, then checksummed there
-                    tier = engine.putInPlace(new BlockKey(namespace, header.hash()), header.parent(), spec.blockBytes(),
-                            reader::readBlock, block);
+                    tier = engine.putInPlace(
+                            new BlockKey(namespace, header.hash()),
+                            header.parent(),
+                            spec.blockBytes(),
+                            reader::readBlock,
+                            block);
                 } catch (IllegalArgumentException differentBytes) {
                     throw new ConflictException("frame " + reader.frame() + ": " + differentBytes.getMessage());
                 }
-                metrics.transfer(EngineMetrics.HTTP, tier.name(), EngineMetrics.HTTP, block.byteSize(), System.nanoTime() - start);
+                metrics.transfer(
+                        EngineMetrics.HTTP,
+                        tier.name(),
+                        EngineMetrics.HTTP,
+                        block.byteSize(),
+                        System.nanoTime() - start);
                 tiers.merge(tier, 1, Integer::sum);
                 blocks++;
                 bytes += block.byteSize();
@@ -176,7 +187,12 @@ public class BlockService {
                     writer.write(header, bytes);
                     return tier;
                 });
-                metrics.transfer(from.name(), EngineMetrics.HTTP, EngineMetrics.HTTP, header.length(), System.nanoTime() - start);
+                metrics.transfer(
+                        from.name(),
+                        EngineMetrics.HTTP,
+                        EngineMetrics.HTTP,
+                        header.length(),
+                        System.nanoTime() - start);
             }
         }
 
@@ -201,8 +217,8 @@ public class BlockService {
         }
         if (headers.size() < hashes.size()) {
             engine.release(lease.id());
-            throw new NotFoundException("block " + hashes.get(headers.size()).hex() + " (blockHashes["
-                    + headers.size() + "]) is not stored in namespace '" + namespace + "'");
+            throw new NotFoundException("block " + hashes.get(headers.size()).hex() + " (blockHashes[" + headers.size()
+                    + "]) is not stored in namespace '" + namespace + "'");
         }
         return new Fetch(lease, headers);
     }
@@ -210,7 +226,8 @@ public class BlockService {
     /** Deletes one block; 404 when not stored, 409 when pinned or leased. */
     public void delete(String namespace, String hex) {
         NamespaceSpec spec = namespaces.require(namespace);
-        BlockKey key = new BlockKey(namespace, parseHashes(spec, List.of(hex), "hash").getFirst());
+        BlockKey key =
+                new BlockKey(namespace, parseHashes(spec, List.of(hex), "hash").getFirst());
         boolean deleted;
         try {
             deleted = engine.delete(key);

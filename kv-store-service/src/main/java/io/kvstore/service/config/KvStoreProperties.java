@@ -42,8 +42,9 @@ public record KvStoreProperties(
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
-        return leaseTimeout == null || (leaseTimeout.compareTo(Duration.ofSeconds(1)) >= 0
-                && leaseTimeout.compareTo(Duration.ofDays(1)) <= 0);
+        return leaseTimeout == null
+                || (leaseTimeout.compareTo(Duration.ofSeconds(1)) >= 0
+                        && leaseTimeout.compareTo(Duration.ofDays(1)) <= 0);
     }
 
     @AssertTrue(message = "kvstore.max-request-size must be at least 4KB")
@@ -61,8 +62,7 @@ public record KvStoreProperties(
     public record Tiers(
             @Valid MemoryTier hbm,
             @Valid @NotNull @DefaultValue MemoryTier dram,
-            @Valid @NotNull @DefaultValue Nvme nvme) {
-    }
+            @Valid @NotNull @DefaultValue Nvme nvme) {}
 
     /**
      * A memory tier (HBM or DRAM).
@@ -91,8 +91,11 @@ public record KvStoreProperties(
 
         @AssertTrue(message = "slab-size must be a positive multiple of 4KB, at most the capacity")
         public boolean isSlabSizeValid() {
-            return slabSize == null || capacity == null || (slabSize.toBytes() > 0 && slabSize.toBytes() % 4096 == 0
-                    && slabSize.toBytes() <= capacity.toBytes());
+            return slabSize == null
+                    || capacity == null
+                    || (slabSize.toBytes() > 0
+                            && slabSize.toBytes() % 4096 == 0
+                            && slabSize.toBytes() <= capacity.toBytes());
         }
     }
 
@@ -130,9 +133,9 @@ public record KvStoreProperties(
      * @param backends backend name to {@code true|false} (same values as {@code DYN_KVBM_NIXL_BACKEND_<NAME>})
      * @param requireBackends whether an enabled backend whose library is missing stops start-up
      */
-    public record Nixl(@NotNull @DefaultValue Map<String, String> backends,
-            @DefaultValue("false") boolean requireBackends) {
-    }
+    public record Nixl(
+            @NotNull @DefaultValue Map<String, String> backends,
+            @DefaultValue("false") boolean requireBackends) {}
 
     /**
      * The one-sided data plane: the DRAM tier's memory registered with UCX so engines READ leased blocks
@@ -142,6 +145,7 @@ public record KvStoreProperties(
      * @param ucxTls UCX transports for this process ({@code UCX_TLS}); empty keeps UCX's choice or the
      *     environment's, e.g. {@code sm} on one host, {@code tcp} across hosts, {@code rc,sm} with RDMA
      */
-    public record Transport(@DefaultValue("true") boolean enabled, @NotNull @DefaultValue("") String ucxTls) {
-    }
+    public record Transport(
+            @DefaultValue("true") boolean enabled,
+            @NotNull @DefaultValue("") String ucxTls) {}
 }

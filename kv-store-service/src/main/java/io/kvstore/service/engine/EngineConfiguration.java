@@ -1,17 +1,17 @@
 package io.kvstore.service.engine;
 
+import io.kvstore.block.TierId;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.service.admin.BackendProbe;
-import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.BodySizeLimitFilter;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
@@ -55,13 +55,21 @@ public class EngineConfiguration {
                 settings.put(TierId.HBM, settingsOf(t.hbm()));
             }
             var dram = t.dram();
-            tiers.add(new MemoryTier(TierId.DRAM, transport.dramProvider(dram.provider()), dram.capacity().toBytes(),
+            tiers.add(new MemoryTier(
+                    TierId.DRAM,
+                    transport.dramProvider(dram.provider()),
+                    dram.capacity().toBytes(),
                     dram.slabSize().toBytes()));
             settings.put(TierId.DRAM, settingsOf(t.dram()));
             if (t.nvme().enabled()) {
                 tiers.add(new NvmeTier(nvmeConfig(properties)));
-                settings.put(TierId.NVME, new TierSettings(t.nvme().policy(), t.nvme().highWatermark(),
-                        t.nvme().lowWatermark(), false));
+                settings.put(
+                        TierId.NVME,
+                        new TierSettings(
+                                t.nvme().policy(),
+                                t.nvme().highWatermark(),
+                                t.nvme().lowWatermark(),
+                                false));
             }
         } catch (IOException | RuntimeException e) {
             tiers.forEach(BlockTier::close);
@@ -69,7 +77,8 @@ public class EngineConfiguration {
         }
         TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
         transport.attach((MemoryTier) engine.tier(TierId.DRAM));
-        LoggerFactory.getLogger(EngineConfiguration.class).info("block checksums: CRC32C by {}", Checksums.implementation());
+        LoggerFactory.getLogger(EngineConfiguration.class)
+                .info("block checksums: CRC32C by {}", Checksums.implementation());
         return engine;
     }
 
@@ -99,7 +108,11 @@ public class EngineConfiguration {
     }
 
     private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {
-        return new MemoryTier(id, MemoryProvider.named(p.provider()), p.capacity().toBytes(), p.slabSize().toBytes());
+        return new MemoryTier(
+                id,
+                MemoryProvider.named(p.provider()),
+                p.capacity().toBytes(),
+                p.slabSize().toBytes());
     }
 
     private static TierSettings settingsOf(KvStoreProperties.MemoryTier p) {
@@ -109,7 +122,11 @@ public class EngineConfiguration {
     static NvmeTierConfig nvmeConfig(KvStoreProperties properties) {
         var n = properties.tiers().nvme();
         List<Path> paths = n.paths().isEmpty() ? List.of(properties.dataDir().resolve("nvme")) : n.paths();
-        return new NvmeTierConfig(paths, n.capacity().toBytes(), n.fileSize().toBytes(), n.slabSize().toBytes(),
+        return new NvmeTierConfig(
+                paths,
+                n.capacity().toBytes(),
+                n.fileSize().toBytes(),
+                n.slabSize().toBytes(),
                 n.ioThreads());
     }
 }

@@ -33,9 +33,11 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
             String detail = "the request body has " + declared + " bytes; kvstore.max-request-size allows " + maxBytes;
             response.setStatus(413);
             response.setContentType("application/problem+json");
-            response.getOutputStream().write(("{\"type\":\"about:blank\",\"title\":\"Request body too large\",\"status\":413,"
-                    + "\"detail\":\"" + detail + "\",\"instance\":\"" + request.getRequestURI().replace("\"", "%22") + "\"}")
-                    .getBytes(StandardCharsets.UTF_8));
+            response.getOutputStream()
+                    .write(("{\"type\":\"about:blank\",\"title\":\"Request body too large\",\"status\":413,"
+                                    + "\"detail\":\"" + detail + "\",\"instance\":\""
+                                    + request.getRequestURI().replace("\"", "%22") + "\"}")
+                            .getBytes(StandardCharsets.UTF_8));
             return;
         }
         chain.doFilter(declared >= 0 ? request : new Limited(request, maxBytes), response);
@@ -90,8 +92,8 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
                     private void count(int n) {
                         read += n;
                         if (read > maxBytes) {
-                            throw new PayloadTooLargeException("the request body passed kvstore.max-request-size ("
-                                    + maxBytes + " bytes)");
+                            throw new PayloadTooLargeException(
+                                    "the request body passed kvstore.max-request-size (" + maxBytes + " bytes)");
                         }
                     }
 

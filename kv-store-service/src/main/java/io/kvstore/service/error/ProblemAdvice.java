@@ -55,7 +55,9 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     @ExceptionHandler(TierFullException.class)
     ResponseEntity<Object> full(TierFullException e) {
-        return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "No space in any tier",
+        return respond(problem(
+                HttpStatus.INSUFFICIENT_STORAGE,
+                "No space in any tier",
                 e.getMessage() + "; everything left is pinned, leased or being read"));
     }
 
@@ -78,14 +80,17 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     @ExceptionHandler(Exception.class)
     ResponseEntity<Object> unexpected(Exception e) {
         log.error("request failed unexpectedly", e);
-        return respond(problem(HttpStatus.INTERNAL_SERVER_ERROR, "Internal error",
-                "the request failed unexpectedly (" + e.getClass().getSimpleName() + "); the service log has the details"));
+        return respond(problem(
+                HttpStatus.INTERNAL_SERVER_ERROR,
+                "Internal error",
+                "the request failed unexpectedly (" + e.getClass().getSimpleName()
+                        + "); the service log has the details"));
     }
 
     /** Malformed JSON and wrong types: say where, as a JSON path like {@code layout.layers}. */
     @Override
-    protected @Nullable ResponseEntity<Object> handleHttpMessageNotReadable(HttpMessageNotReadableException ex,
-            HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+    protected @Nullable ResponseEntity<Object> handleHttpMessageNotReadable(
+            HttpMessageNotReadableException ex, HttpHeaders headers, HttpStatusCode status, WebRequest request) {
         for (Throwable t = ex; t != null; t = t.getCause()) {
             if (t instanceof PayloadTooLargeException tooLarge) {
                 return tooLarge(tooLarge);
@@ -95,7 +100,8 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
         if (ex.getCause() instanceof JacksonException jackson) {
             String field = jackson.getPath().stream()
                     .map(ref -> ref.getPropertyName() != null ? ref.getPropertyName() : "[" + ref.getIndex() + "]")
-                    .collect(Collectors.joining(".")).replace(".[", "[");
+                    .collect(Collectors.joining("."))
+                    .replace(".[", "[");
             String what = jackson.getOriginalMessage();
             int cut = what.indexOf('\n');
             what = cut > 0 ? what.substring(0, cut) : what;
@@ -112,8 +118,8 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     }
 
     @Override
-    protected ResponseEntity<Object> createResponseEntity(@Nullable Object body, HttpHeaders headers,
-            HttpStatusCode statusCode, WebRequest request) {
+    protected ResponseEntity<Object> createResponseEntity(
+            @Nullable Object body, HttpHeaders headers, HttpStatusCode statusCode, WebRequest request) {
         if (body instanceof ProblemDetail problem && problem.getType() == null) {
             problem.setType(URI.create("about:blank"));
         }
@@ -128,6 +134,7 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private static ResponseEntity<Object> respond(ProblemDetail problem) {
         return ResponseEntity.status(problem.getStatus())
-                .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON).body(problem);
+                .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem);
     }
 }

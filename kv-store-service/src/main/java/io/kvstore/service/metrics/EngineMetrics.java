@@ -1,9 +1,9 @@
 package io.kvstore.service.metrics;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.TierId;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Timer;
@@ -35,12 +35,16 @@ public final class EngineMetrics implements EngineEvents {
 
     public EngineMetrics(MeterRegistry registry) {
         this.registry = registry;
-        this.lookupRequests = Counter.builder("kvstore.lookup.requests").description("Lookups answered")
+        this.lookupRequests = Counter.builder("kvstore.lookup.requests")
+                .description("Lookups answered")
                 .register(registry);
-        this.lookupBlocks = Counter.builder("kvstore.lookup.blocks").description("Blocks asked for by lookups")
+        this.lookupBlocks = Counter.builder("kvstore.lookup.blocks")
+                .description("Blocks asked for by lookups")
                 .register(registry);
-        this.lookupTimer = Timer.builder("kvstore.lookup").description("Time to answer a lookup")
-                .publishPercentileHistogram().register(registry);
+        this.lookupTimer = Timer.builder("kvstore.lookup")
+                .description("Time to answer a lookup")
+                .publishPercentileHistogram()
+                .register(registry);
     }
 
     /** One lookup of {@code requested} blocks whose matched prefix lies in {@code hitTiers}, taking {@code nanos}. */
@@ -67,33 +71,39 @@ public final class EngineMetrics implements EngineEvents {
 
     /** Bytes moved from {@code src} to {@code dst} over {@code backend}, taking {@code nanos}. */
     public void transfer(String src, String dst, String backend, long bytes, long nanos) {
-        TransferMeters m = transferMeters.computeIfAbsent(new Route(src, dst, backend), r -> new TransferMeters(
-                registry.counter("kvstore.transfer.bytes", "src", r.src(), "dst", r.dst(), "backend", r.backend()),
-                Timer.builder("kvstore.transfer").tags("src", r.src(), "dst", r.dst(), "backend", r.backend())
-                        .description("Time spent moving blocks").register(registry)));
+        TransferMeters m = transferMeters.computeIfAbsent(
+                new Route(src, dst, backend),
+                r -> new TransferMeters(
+                        registry.counter(
+                                "kvstore.transfer.bytes", "src", r.src(), "dst", r.dst(), "backend", r.backend()),
+                        Timer.builder("kvstore.transfer")
+                                .tags("src", r.src(), "dst", r.dst(), "backend", r.backend())
+                                .description("Time spent moving blocks")
+                                .register(registry)));
         m.bytes().increment(bytes);
         m.time().record(nanos, TimeUnit.NANOSECONDS);
     }
 
-    private record Route(String src, String dst, String backend) {
-    }
+    private record Route(String src, String dst, String backend) {}
 
-    private record TransferMeters(Counter bytes, Timer time) {
-    }
+    private record TransferMeters(Counter bytes, Timer time) {}
 
     @Override
     public void evicted(TierId tier, EvictionPolicyKind policy, int bytes) {
-        registry.counter("kvstore.evictions", "tier", tier.name(), "policy", policy.name()).increment();
+        registry.counter("kvstore.evictions", "tier", tier.name(), "policy", policy.name())
+                .increment();
     }
 
     @Override
     public void demoted(TierId from, TierId to, int bytes) {
-        registry.counter("kvstore.demotions", "from", from.name(), "to", to.name()).increment();
+        registry.counter("kvstore.demotions", "from", from.name(), "to", to.name())
+                .increment();
     }
 
     @Override
     public void promoted(TierId from, TierId to, int bytes) {
-        registry.counter("kvstore.promotions", "from", from.name(), "to", to.name()).increment();
+        registry.counter("kvstore.promotions", "from", from.name(), "to", to.name())
+                .increment();
     }
 
     @Override

@@ -1,8 +1,8 @@
 package io.kvstore.service.metrics;
 
+import io.kvstore.block.TierId;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierStats;
-import io.kvstore.tier.TierId;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -26,7 +26,8 @@ public final class TierGauges implements MeterBinder {
             gauge(registry, "kvstore.tier.blocks", "Blocks held", tier, TierStats::blocks);
         }
         Gauge.builder("kvstore.leases.active", engine, TierEngine::activeLeases)
-                .description("Leases not yet released or expired").register(registry);
+                .description("Leases not yet released or expired")
+                .register(registry);
         registerEventCountersAtZero(registry);
     }
 
@@ -38,26 +39,42 @@ public final class TierGauges implements MeterBinder {
     private void registerEventCountersAtZero(MeterRegistry registry) {
         TierId above = null;
         for (TierId tier : engine.tierIds()) {
-            Counter.builder("kvstore.lookup.hit.blocks").tag("tier", tier.name())
-                    .description("Blocks of matched prefixes, by the tier that held each").register(registry);
-            Counter.builder("kvstore.checksum.failures").tag("tier", tier.name())
-                    .description("Block copies that failed their CRC32C and were dropped").register(registry);
-            Counter.builder("kvstore.evictions").tags("tier", tier.name(), "policy", engine.settings(tier).policy().name())
-                    .description("Blocks moved out of or dropped from a tier by its policy").register(registry);
+            Counter.builder("kvstore.lookup.hit.blocks")
+                    .tag("tier", tier.name())
+                    .description("Blocks of matched prefixes, by the tier that held each")
+                    .register(registry);
+            Counter.builder("kvstore.checksum.failures")
+                    .tag("tier", tier.name())
+                    .description("Block copies that failed their CRC32C and were dropped")
+                    .register(registry);
+            Counter.builder("kvstore.evictions")
+                    .tags(
+                            "tier",
+                            tier.name(),
+                            "policy",
+                            engine.settings(tier).policy().name())
+                    .description("Blocks moved out of or dropped from a tier by its policy")
+                    .register(registry);
             if (above != null) {
-                Counter.builder("kvstore.demotions").tags("from", above.name(), "to", tier.name())
-                        .description("Blocks moved down a tier").register(registry);
-                Counter.builder("kvstore.promotions").tags("from", tier.name(), "to", above.name())
-                        .description("Blocks copied up a tier on a hit").register(registry);
+                Counter.builder("kvstore.demotions")
+                        .tags("from", above.name(), "to", tier.name())
+                        .description("Blocks moved down a tier")
+                        .register(registry);
+                Counter.builder("kvstore.promotions")
+                        .tags("from", tier.name(), "to", above.name())
+                        .description("Blocks copied up a tier on a hit")
+                        .register(registry);
             }
             above = tier;
         }
     }
 
-    private void gauge(MeterRegistry registry, String name, String description, TierId tier,
-            ToDoubleFunction<TierStats> value) {
-        Gauge.builder(name, engine, e -> value.applyAsDouble(stats(e, tier))).tag("tier", tier.name())
-                .description(description).register(registry);
+    private void gauge(
+            MeterRegistry registry, String name, String description, TierId tier, ToDoubleFunction<TierStats> value) {
+        Gauge.builder(name, engine, e -> value.applyAsDouble(stats(e, tier)))
+                .tag("tier", tier.name())
+                .description(description)
+                .register(registry);
     }
 
     private static TierStats stats(TierEngine engine, TierId tier) {

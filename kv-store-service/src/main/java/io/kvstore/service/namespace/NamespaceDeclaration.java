@@ -9,8 +9,7 @@ import io.kvstore.hashing.HashScheme;
 public record NamespaceDeclaration(String model, Layout layout, String hashScheme, String hashSeed) {
 
     /** The KV layout of one block. */
-    public record Layout(Integer layers, Integer kvHeads, Integer headDim, String dtype, Integer blockSize) {
-    }
+    public record Layout(Integer layers, Integer kvHeads, Integer headDim, String dtype, Integer blockSize) {}
 
     /** Validates the declaration, naming the first field at fault. */
     public NamespaceSpec toSpec() {
@@ -29,15 +28,29 @@ public record NamespaceDeclaration(String model, Layout layout, String hashSchem
         } catch (IllegalArgumentException e) {
             throw new InvalidNamespaceException("hashScheme", "hashScheme: " + e.getMessage());
         }
-        return new NamespaceSpec(model, required(layout.layers(), "layout.layers"),
-                required(layout.kvHeads(), "layout.kvHeads"), required(layout.headDim(), "layout.headDim"), dtype,
-                layout.blockSize() == null ? 16 : layout.blockSize(), scheme, hashSeed);
+        return new NamespaceSpec(
+                model,
+                required(layout.layers(), "layout.layers"),
+                required(layout.kvHeads(), "layout.kvHeads"),
+                required(layout.headDim(), "layout.headDim"),
+                dtype,
+                layout.blockSize() == null ? 16 : layout.blockSize(),
+                scheme,
+                hashSeed);
     }
 
     /** The declaration of a validated spec, with names in canonical form. */
     public static NamespaceDeclaration of(NamespaceSpec spec) {
-        return new NamespaceDeclaration(spec.model(), new Layout(spec.layers(), spec.kvHeads(), spec.headDim(),
-                spec.dtype().wireName(), spec.blockSize()), spec.hashScheme().wireName(), spec.hashSeed());
+        return new NamespaceDeclaration(
+                spec.model(),
+                new Layout(
+                        spec.layers(),
+                        spec.kvHeads(),
+                        spec.headDim(),
+                        spec.dtype().wireName(),
+                        spec.blockSize()),
+                spec.hashScheme().wireName(),
+                spec.hashSeed());
     }
 
     private static int required(Integer value, String field) {

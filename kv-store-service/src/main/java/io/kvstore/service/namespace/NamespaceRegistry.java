@@ -28,7 +28,10 @@ public final class NamespaceRegistry {
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
 
     /** What a declaration did. */
-    public enum Outcome { CREATED, UNCHANGED }
+    public enum Outcome {
+        CREATED,
+        UNCHANGED
+    }
 
     private final Path file;
     private final JsonMapper json;
@@ -46,10 +49,10 @@ public final class NamespaceRegistry {
         }
         Map<String, NamespaceDeclaration> stored;
         try {
-            stored = json.readValue(file.toFile(), new TypeReference<Map<String, NamespaceDeclaration>>() {
-            });
+            stored = json.readValue(file.toFile(), new TypeReference<Map<String, NamespaceDeclaration>>() {});
         } catch (RuntimeException e) {
-            throw new IllegalStateException("cannot read namespace declarations from " + file + ": " + e.getMessage(), e);
+            throw new IllegalStateException(
+                    "cannot read namespace declarations from " + file + ": " + e.getMessage(), e);
         }
         stored.forEach((name, declaration) -> specs.put(name, declaration.toSpec()));
         log.info("{} namespace(s) declared before restart: {}", specs.size(), new TreeMap<>(specs).keySet());
@@ -58,8 +61,10 @@ public final class NamespaceRegistry {
     /** Refuses a name that is empty, too long or has characters other than letters, digits and {@code . _ : -}. */
     public static void checkName(String name) {
         if (name == null || !NAME.matcher(name).matches()) {
-            throw new InvalidRequestException("namespace", "namespace '" + name + "' is not valid: 1 to 128 letters, "
-                    + "digits, '.', '_', ':' or '-', starting with a letter or digit");
+            throw new InvalidRequestException(
+                    "namespace",
+                    "namespace '" + name + "' is not valid: 1 to 128 letters, "
+                            + "digits, '.', '_', ':' or '-', starting with a letter or digit");
         }
     }
 
@@ -75,8 +80,8 @@ public final class NamespaceRegistry {
             if (existing.equals(spec)) {
                 return Outcome.UNCHANGED;
             }
-            throw new ConflictException("namespace '" + name + "' is already declared as " + NamespaceDeclaration.of(existing)
-                    + "; delete it first to change its layout");
+            throw new ConflictException("namespace '" + name + "' is already declared as "
+                    + NamespaceDeclaration.of(existing) + "; delete it first to change its layout");
         }
         specs.put(name, spec);
         try {
@@ -85,7 +90,11 @@ public final class NamespaceRegistry {
             specs.remove(name);
             throw e;
         }
-        log.info("namespace {} declared: {} blocks of {} bytes, {}", name, spec.model(), spec.blockBytes(),
+        log.info(
+                "namespace {} declared: {} blocks of {} bytes, {}",
+                name,
+                spec.model(),
+                spec.blockBytes(),
                 spec.hashScheme().wireName());
         return Outcome.CREATED;
     }

@@ -15,8 +15,15 @@ import io.kvstore.hashing.HashScheme;
  * @param hashSeed vLLM's {@code PYTHONHASHSEED} for {@code sha256_cbor}; for {@code xxh3} absent (the salt hash
  *     is derived per request from LoRA name and cache salt, as Dynamo KVBM does) or a fixed 64-bit salt hash
  */
-public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, Dtype dtype, int blockSize,
-        HashScheme hashScheme, String hashSeed) {
+public record NamespaceSpec(
+        String model,
+        int layers,
+        int kvHeads,
+        int headDim,
+        Dtype dtype,
+        int blockSize,
+        HashScheme hashScheme,
+        String hashSeed) {
 
     /** The largest block accepted: a slab of the default configuration. */
     public static final long MAX_BLOCK_BYTES = 32L << 20;
@@ -29,7 +36,9 @@ public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, 
         require(dtype != null, "layout.dtype", "is required");
         require(blockSize > 0 && blockSize <= 65536, "layout.blockSize", "must be 1 to 65536, got " + blockSize);
         require(hashScheme != null, "hashScheme", "is required");
-        require(hashScheme != HashScheme.SHA256_CBOR || (hashSeed != null && !hashSeed.isEmpty()), "hashSeed",
+        require(
+                hashScheme != HashScheme.SHA256_CBOR || (hashSeed != null && !hashSeed.isEmpty()),
+                "hashSeed",
                 "is required for sha256_cbor (vLLM's PYTHONHASHSEED; a random seed makes hashes useless across processes)");
         if (hashScheme != null) {
             try {
@@ -39,8 +48,10 @@ public record NamespaceSpec(String model, int layers, int kvHeads, int headDim, 
             }
         }
         long bytes = 2L * layers * kvHeads * headDim * dtype.bytes() * blockSize;
-        require(bytes <= MAX_BLOCK_BYTES, "layout", "gives blocks of " + bytes + " bytes; at most " + MAX_BLOCK_BYTES
-                + " are supported");
+        require(
+                bytes <= MAX_BLOCK_BYTES,
+                "layout",
+                "gives blocks of " + bytes + " bytes; at most " + MAX_BLOCK_BYTES + " are supported");
     }
 
     private static void require(boolean ok, String field, String message) {

@@ -1,7 +1,7 @@
 package io.kvstore.service.transport;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import io.kvstore.engine.CommitReport;
 import io.kvstore.engine.InPlaceBlock;
 import io.kvstore.engine.Reservation;
@@ -46,8 +46,12 @@ public class OneSidedController {
     private final BlockService blocks;
     private final EngineMetrics metrics;
 
-    public OneSidedController(TransportService transport, TierEngine engine, NamespaceRegistry namespaces,
-            BlockService blocks, EngineMetrics metrics) {
+    public OneSidedController(
+            TransportService transport,
+            TierEngine engine,
+            NamespaceRegistry namespaces,
+            BlockService blocks,
+            EngineMetrics metrics) {
         this.transport = transport;
         this.engine = engine;
         this.namespaces = namespaces;
@@ -56,30 +60,23 @@ public class OneSidedController {
     }
 
     /** One block to reserve: its hash and its parent's (absent for a prompt's first block). */
-    public record ReserveBlock(String hash, String parent) {
-    }
+    public record ReserveBlock(String hash, String parent) {}
 
     /** @param timeoutSeconds how long the slots wait for the commit; default {@code kvstore.lease-timeout} */
-    public record ReserveRequest(List<ReserveBlock> blocks, Long timeoutSeconds) {
-    }
+    public record ReserveRequest(List<ReserveBlock> blocks, Long timeoutSeconds) {}
 
     /** Where to WRITE one block: an address in the registered region of {@code tier}. */
-    public record SlotView(String hash, long address, int length) {
-    }
+    public record SlotView(String hash, long address, int length) {}
 
-    public record ReserveResponse(String reservationId, Instant expiresAt, String tier, List<SlotView> slots,
-            List<String> alreadyStored) {
-    }
+    public record ReserveResponse(
+            String reservationId, Instant expiresAt, String tier, List<SlotView> slots, List<String> alreadyStored) {}
 
     /** @param crc32c per block hash, the CRC32C (unsigned 32-bit) of the bytes the engine wrote; optional per block */
-    public record CommitRequest(String reservationId, Map<String, Long> crc32c) {
-    }
+    public record CommitRequest(String reservationId, Map<String, Long> crc32c) {}
 
-    public record Failure(String hash, String reason) {
-    }
+    public record Failure(String hash, String reason) {}
 
-    public record CommitResponse(List<String> committed, List<String> alreadyStored, List<Failure> failed) {
-    }
+    public record CommitResponse(List<String> committed, List<String> alreadyStored, List<Failure> failed) {}
 
     @GetMapping("/transport")
     public TransportService.View transport() {
@@ -87,7 +84,8 @@ public class OneSidedController {
     }
 
     @PostMapping(path = "/namespaces/{ns}/blocks:reserve", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public ReserveResponse reserve(@PathVariable("ns") String ns, @RequestBody ReserveRequest request) throws IOException {
+    public ReserveResponse reserve(@PathVariable("ns") String ns, @RequestBody ReserveRequest request)
+            throws IOException {
         NamespaceSpec spec = namespaces.require(ns);
         transport.requireAvailable();
         if (request.blocks() == null || request.blocks().isEmpty()) {
@@ -96,8 +94,10 @@ public class OneSidedController {
         Duration timeout = null;
         if (request.timeoutSeconds() != null) {
             if (request.timeoutSeconds() < 1 || request.timeoutSeconds() > MAX_RESERVATION.toSeconds()) {
-                throw new InvalidRequestException("timeoutSeconds", "timeoutSeconds must be 1 to "
-                        + MAX_RESERVATION.toSeconds() + ", got " + request.timeoutSeconds());
+                throw new InvalidRequestException(
+                        "timeoutSeconds",
+                        "timeoutSeconds must be 1 to " + MAX_RESERVATION.toSeconds() + ", got "
+                                + request.timeoutSeconds());
             }
             timeout = Duration.ofSeconds(request.timeoutSeconds());
         }
@@ -114,8 +114,10 @@ public class OneSidedController {
         List<BlockHash> keys = blocks.parseHashes(spec, hashes, "blocks[].hash");
         List<InPlaceBlock> wanted = new ArrayList<>();
         for (int i = 0; i < keys.size(); i++) {
-            BlockHash parent = parents.get(i) == null ? null
-                    : blocks.parseHashes(spec, List.of(parents.get(i)), "blocks[" + i + "].parent").getFirst();
+            BlockHash parent = parents.get(i) == null
+                    ? null
+                    : blocks.parseHashes(spec, List.of(parents.get(i)), "blocks[" + i + "].parent")
+                            .getFirst();
             wanted.add(new InPlaceBlock(new BlockKey(ns, keys.get(i)), parent, spec.blockBytes()));
         }
         Reservation r;
@@ -126,9 +128,16 @@ public class OneSidedController {
         }
         List<SlotView> slots = new ArrayList<>();
         for (Reservation.Slot slot : r.slots()) {
-            slots.add(new SlotView(slot.block().key().hash().hex(), transport.address(slot.offset()), slot.block().length()));
+            slots.add(new SlotView(
+                    slot.block().key().hash().hex(),
+                    transport.address(slot.offset()),
+                    slot.block().length()));
         }
-        return new ReserveResponse(r.id(), r.expiresAt(), r.tier().name(), slots,
+        return new ReserveResponse(
+                r.id(),
+                r.expiresAt(),
+                r.tier().name(),
+                slots,
                 r.alreadyStored().stream().map(k -> k.hash().hex()).toList());
     }
 
@@ -142,9 +151,11 @@ public class OneSidedController {
         if (request.crc32c() != null) {
             for (var e : request.crc32c().entrySet()) {
                 String field = "crc32c." + e.getKey();
-                BlockHash hash = blocks.parseHashes(spec, List.of(e.getKey()), field).getFirst();
+                BlockHash hash =
+                        blocks.parseHashes(spec, List.of(e.getKey()), field).getFirst();
                 if (e.getValue() == null || e.getValue() < 0 || e.getValue() > 0xFFFF_FFFFL) {
-                    throw new InvalidRequestException(field, field + " must be an unsigned 32-bit CRC32C, got " + e.getValue());
+                    throw new InvalidRequestException(
+                            field, field + " must be an unsigned 32-bit CRC32C, got " + e.getValue());
                 }
                 crcs.put(new BlockKey(ns, hash), (int) (long) e.getValue());
             }
@@ -158,20 +169,27 @@ public class OneSidedController {
         }
         if (!report.committed().isEmpty()) {
             // bytes engines wrote in place, counted when they become blocks (the WRITE itself is one-sided)
-            metrics.transfer("ENGINE", TransportService.TIER.name(), "UCX",
-                    (long) report.committed().size() * spec.blockBytes(), System.nanoTime() - start);
+            metrics.transfer(
+                    "ENGINE",
+                    TransportService.TIER.name(),
+                    "UCX",
+                    (long) report.committed().size() * spec.blockBytes(),
+                    System.nanoTime() - start);
         }
         List<Failure> failed = new ArrayList<>();
-        report.failed().forEach((key, reason) -> failed.add(new Failure(key.hash().hex(), reason)));
-        return new CommitResponse(report.committed().stream().map(k -> k.hash().hex()).toList(),
-                report.alreadyStored().stream().map(k -> k.hash().hex()).toList(), failed);
+        report.failed()
+                .forEach((key, reason) -> failed.add(new Failure(key.hash().hex(), reason)));
+        return new CommitResponse(
+                report.committed().stream().map(k -> k.hash().hex()).toList(),
+                report.alreadyStored().stream().map(k -> k.hash().hex()).toList(),
+                failed);
     }
 
     @DeleteMapping("/reservations/{id}")
     public ResponseEntity<Void> cancel(@PathVariable("id") String id) {
         if (!engine.cancel(id)) {
-            throw new NotFoundException("reservation " + id + " is unknown: never made, already committed or "
-                    + "cancelled, or expired");
+            throw new NotFoundException(
+                    "reservation " + id + " is unknown: never made, already committed or " + "cancelled, or expired");
         }
         return ResponseEntity.noContent().build();
     }

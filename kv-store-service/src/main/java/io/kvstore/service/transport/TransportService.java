@@ -1,9 +1,9 @@
 package io.kvstore.service.transport;
 
+import io.kvstore.block.TierId;
 import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -38,13 +38,12 @@ public final class TransportService implements AutoCloseable {
     private boolean ownsRegion;
 
     /** A region as engines address it: the tier, its address in this process, length and packed key. */
-    public record RegionView(String tier, long address, long length, String remoteKey) {
-    }
+    public record RegionView(String tier, long address, long length, String remoteKey) {}
 
     /** What {@code GET /v1/transport} answers. */
     @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
-    public record View(String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {
-    }
+    public record View(
+            String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {}
 
     /** Starts the UCX worker when UCX is selected and loads; the DRAM tier is attached once it exists. */
     public TransportService(KvStoreProperties properties, BackendProbe backends) {
@@ -52,7 +51,8 @@ public final class TransportService implements AutoCloseable {
         if (!properties.transport().enabled()) {
             reason = "the one-sided transport is disabled (kvstore.transport.enabled=false)";
         } else if (!backends.resolved().enabled().contains("UCX")) {
-            reason = "UCX is not among the selected backends " + backends.resolved().enabled();
+            reason = "UCX is not among the selected backends "
+                    + backends.resolved().enabled();
         } else if (!Ucp.isAvailable()) {
             reason = "libucp is unavailable: " + Ucp.availability().detail();
         }
@@ -93,14 +93,19 @@ public final class TransportService implements AutoCloseable {
         if (ucx == null) {
             return;
         }
-        if (dramProvider != null && dramProvider.registeredRegion() != null
-                && dramProvider.registeredRegion().segment().address() == dram.region().address()) {
+        if (dramProvider != null
+                && dramProvider.registeredRegion() != null
+                && dramProvider.registeredRegion().segment().address()
+                        == dram.region().address()) {
             region = dramProvider.registeredRegion();
         } else {
             region = ucx.register(dram.region(), MemoryKind.DRAM);
             ownsRegion = true;
         }
-        log.info("one-sided transport: UCX worker with the {} MiB {} tier {}", dram.region().byteSize() >> 20, TIER,
+        log.info(
+                "one-sided transport: UCX worker with the {} MiB {} tier {}",
+                dram.region().byteSize() >> 20,
+                TIER,
                 ownsRegion ? "registered" : "in UCX shared memory");
     }
 
@@ -111,7 +116,8 @@ public final class TransportService implements AutoCloseable {
     /** @throws TransportUnavailableException with the reason when there is no one-sided transport */
     public void requireAvailable() {
         if (!available()) {
-            throw new TransportUnavailableException(unavailableReason == null ? "the DRAM tier is not attached" : unavailableReason);
+            throw new TransportUnavailableException(
+                    unavailableReason == null ? "the DRAM tier is not attached" : unavailableReason);
         }
     }
 
@@ -120,8 +126,15 @@ public final class TransportService implements AutoCloseable {
             return new View("UCX", false, unavailableReason, null, List.of());
         }
         RemoteRegion r = region.describe();
-        return new View(ucx.backend(), true, null, Base64.getEncoder().encodeToString(ucx.localAddress()),
-                List.of(new RegionView(TIER.name(), r.address(), r.length(),
+        return new View(
+                ucx.backend(),
+                true,
+                null,
+                Base64.getEncoder().encodeToString(ucx.localAddress()),
+                List.of(new RegionView(
+                        TIER.name(),
+                        r.address(),
+                        r.length(),
                         Base64.getEncoder().encodeToString(r.remoteKey()))));
     }
 

@@ -4,7 +4,10 @@ package io.kvstore.service.transport;
 public final class TransportUnavailableException extends RuntimeException {
 
     public TransportUnavailableException(String reason) {
-        super("the one-sided transport is unavailable: " + reason + "; use the HTTP store and fetch instead", null,
-                false, false);
+        super(
+                "the one-sided transport is unavailable: " + reason + "; use the HTTP store and fetch instead",
+                null,
+                false,
+                false);
     }
 }

@@ -15,8 +15,7 @@ import java.io.IOException;
  */
 public final class ConnectorStreams {
 
-    private ConnectorStreams() {
-    }
+    private ConnectorStreams() {}
 
     public static ServletOutputStream outputStream(ServletResponse response) throws IOException {
         ServletResponse r = response;

@@ -57,11 +57,16 @@ public final class CudaRuntime {
 
     /** Bytes set aside for cudaDeviceProp: ~1 KiB in CUDA 12/13, padded so a larger future struct still fits. */
     private static final long DEVICE_PROP_BYTES = 4096;
+
     private static final long DEVICE_NAME_BYTES = 256;
 
     /** Direction of a copy (cudaMemcpyKind). */
     public enum CopyKind {
-        HOST_TO_HOST(0), HOST_TO_DEVICE(1), DEVICE_TO_HOST(2), DEVICE_TO_DEVICE(3), DEFAULT(4);
+        HOST_TO_HOST(0),
+        HOST_TO_DEVICE(1),
+        DEVICE_TO_HOST(2),
+        DEVICE_TO_DEVICE(3),
+        DEFAULT(4);
 
         final int value;
 
@@ -84,8 +89,8 @@ public final class CudaRuntime {
                     devices = runtime.deviceCount();
                 } catch (CudaException e) {
                     // loaded, but no usable driver or device: say which library answered
-                    throw new CudaException("libcudart at " + runtime.library.location() + " loaded, but "
-                            + e.getMessage());
+                    throw new CudaException(
+                            "libcudart at " + runtime.library.location() + " loaded, but " + e.getMessage());
                 }
                 availability = Availability.available("libcudart at " + runtime.library.location()
                         + ", runtime " + version(runtime.runtimeVersion()) + ", driver "
@@ -146,8 +151,8 @@ public final class CudaRuntime {
         driverGetVersion = library.function("cudaDriverGetVersion", intOfPtr);
         setDevice = library.function("cudaSetDevice", intOfInt);
         getDevice = library.function("cudaGetDevice", intOfPtr);
-        deviceGetAttribute = library.function("cudaDeviceGetAttribute",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
+        deviceGetAttribute = library.function(
+                "cudaDeviceGetAttribute", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
         // CUDA 12 headers map cudaGetDeviceProperties to the _v2 symbol; older runtimes export only the plain one.
         FunctionDescriptor props = FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT);
         getDeviceProperties = library.optionalFunction("cudaGetDeviceProperties_v2", props)
@@ -156,23 +161,27 @@ public final class CudaRuntime {
         deviceSynchronize = library.function("cudaDeviceSynchronize", intOfNothing);
         hostAlloc = library.function("cudaHostAlloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         freeHost = library.function("cudaFreeHost", intOfPtr);
-        hostRegister = library.function("cudaHostRegister", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+        hostRegister =
+                library.function("cudaHostRegister", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
         hostUnregister = library.function("cudaHostUnregister", intOfPtr);
         malloc = library.function("cudaMalloc", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG));
         free = library.function("cudaFree", intOfPtr);
         memcpy = library.function("cudaMemcpy", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT));
-        memcpyAsync = library.function("cudaMemcpyAsync",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
+        memcpyAsync = library.function(
+                "cudaMemcpyAsync", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT, ADDRESS));
         memset = library.function("cudaMemset", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG));
-        streamCreateWithFlags = library.function("cudaStreamCreateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        streamCreateWithFlags =
+                library.function("cudaStreamCreateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
         streamSynchronize = library.function("cudaStreamSynchronize", intOfPtr);
         streamQuery = library.function("cudaStreamQuery", intOfPtr);
         streamDestroy = library.function("cudaStreamDestroy", intOfPtr);
-        eventCreateWithFlags = library.function("cudaEventCreateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        eventCreateWithFlags =
+                library.function("cudaEventCreateWithFlags", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
         eventRecord = library.function("cudaEventRecord", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         eventSynchronize = library.function("cudaEventSynchronize", intOfPtr);
         eventQuery = library.function("cudaEventQuery", intOfPtr);
-        eventElapsedTime = library.function("cudaEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        eventElapsedTime =
+                library.function("cudaEventElapsedTime", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         eventDestroy = library.function("cudaEventDestroy", intOfPtr);
         getErrorName = library.function("cudaGetErrorName", FunctionDescriptor.of(ADDRESS, JAVA_INT));
         getErrorString = library.function("cudaGetErrorString", FunctionDescriptor.of(ADDRESS, JAVA_INT));
@@ -191,7 +200,9 @@ public final class CudaRuntime {
     }
 
     private static NativeLibrary load() {
-        return NativeLibrary.load("libcudart", searchDirs(),
+        return NativeLibrary.load(
+                "libcudart",
+                searchDirs(),
                 List.of("libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"));
     }
 
@@ -242,8 +253,8 @@ public final class CudaRuntime {
 
     /** One cudaDeviceAttr value ({@code ATTR_*}) of {@code device}. */
     public int deviceAttribute(int attribute, int device) {
-        return intOut("cudaDeviceGetAttribute(" + attribute + ", " + device + ")",
-                out -> (int) deviceGetAttribute.invokeExact(out, attribute, device));
+        return intOut("cudaDeviceGetAttribute(" + attribute + ", " + device + ")", out ->
+                (int) deviceGetAttribute.invokeExact(out, attribute, device));
     }
 
     /** The device's name, compute capability, SM count, PCI location and memory. */
@@ -255,13 +266,16 @@ public final class CudaRuntime {
             name = prop.asSlice(0, DEVICE_NAME_BYTES).getString(0);
         }
         long[] memory = memoryInfo(device);
-        return new CudaDeviceProperties(device, name,
+        return new CudaDeviceProperties(
+                device,
+                name,
                 deviceAttribute(ATTR_COMPUTE_CAPABILITY_MAJOR, device),
                 deviceAttribute(ATTR_COMPUTE_CAPABILITY_MINOR, device),
                 deviceAttribute(ATTR_MULTIPROCESSOR_COUNT, device),
                 deviceAttribute(ATTR_PCI_BUS_ID, device),
                 deviceAttribute(ATTR_PCI_DEVICE_ID, device),
-                memory[1], memory[0]);
+                memory[1],
+                memory[0]);
     }
 
     /** {free, total} bytes of {@code device}'s memory; the calling thread's current device is left as it was. */
@@ -285,23 +299,27 @@ public final class CudaRuntime {
 
     /** Page-locked host memory of {@code bytes}, readable and writable from Java; free with {@link #freeHost}. */
     public MemorySegment hostAlloc(long bytes, int flags) {
-        return pointerOut("cudaHostAlloc(" + bytes + ", " + flags + ")", out -> (int) hostAlloc.invokeExact(out, bytes, flags))
+        return pointerOut("cudaHostAlloc(" + bytes + ", " + flags + ")", out ->
+                        (int) hostAlloc.invokeExact(out, bytes, flags))
                 .reinterpret(bytes);
     }
 
     public void freeHost(MemorySegment memory) {
-        check("cudaFreeHost(0x" + Long.toHexString(memory.address()) + ")", arena -> (int) freeHost.invokeExact(memory));
+        check("cudaFreeHost(0x" + Long.toHexString(memory.address()) + ")", arena ->
+                (int) freeHost.invokeExact(memory));
     }
 
     /** Page-locks existing host memory (e.g. a slab the DRAM tier already owns) so copies to the device run at full speed. */
     public void hostRegister(MemorySegment memory, int flags) {
-        check("cudaHostRegister(0x" + Long.toHexString(memory.address()) + ", " + memory.byteSize() + ", " + flags + ")",
+        check(
+                "cudaHostRegister(0x" + Long.toHexString(memory.address()) + ", " + memory.byteSize() + ", " + flags
+                        + ")",
                 arena -> (int) hostRegister.invokeExact(memory, memory.byteSize(), flags));
     }
 
     public void hostUnregister(MemorySegment memory) {
-        check("cudaHostUnregister(0x" + Long.toHexString(memory.address()) + ")",
-                arena -> (int) hostUnregister.invokeExact(memory));
+        check("cudaHostUnregister(0x" + Long.toHexString(memory.address()) + ")", arena ->
+                (int) hostUnregister.invokeExact(memory));
     }
 
     /**
@@ -309,18 +327,20 @@ public final class CudaRuntime {
      * it must never be read or written from Java, only handed to CUDA or a transfer engine.
      */
     public MemorySegment malloc(long bytes) {
-        return pointerOut("cudaMalloc(" + bytes + ")", out -> (int) malloc.invokeExact(out, bytes)).reinterpret(bytes);
+        return pointerOut("cudaMalloc(" + bytes + ")", out -> (int) malloc.invokeExact(out, bytes))
+                .reinterpret(bytes);
     }
 
     public void free(MemorySegment deviceMemory) {
-        check("cudaFree(0x" + Long.toHexString(deviceMemory.address()) + ")", arena -> (int) free.invokeExact(deviceMemory));
+        check("cudaFree(0x" + Long.toHexString(deviceMemory.address()) + ")", arena ->
+                (int) free.invokeExact(deviceMemory));
     }
 
     /** Copies {@code bytes} from {@code source} to {@code target} and waits for the copy. */
     public void memcpy(MemorySegment target, MemorySegment source, long bytes, CopyKind kind) {
         checkRange(target, source, bytes);
-        check("cudaMemcpy(" + bytes + " bytes, " + kind + ")",
-                arena -> (int) memcpy.invokeExact(target, source, bytes, kind.value));
+        check("cudaMemcpy(" + bytes + " bytes, " + kind + ")", arena ->
+                (int) memcpy.invokeExact(target, source, bytes, kind.value));
     }
 
     /**
@@ -330,29 +350,31 @@ public final class CudaRuntime {
     public void memcpyAsync(MemorySegment target, MemorySegment source, long bytes, CopyKind kind, CudaStream stream) {
         checkRange(target, source, bytes);
         MemorySegment handle = stream.handle();
-        check("cudaMemcpyAsync(" + bytes + " bytes, " + kind + ", " + stream + ")",
-                arena -> (int) memcpyAsync.invokeExact(target, source, bytes, kind.value, handle));
+        check("cudaMemcpyAsync(" + bytes + " bytes, " + kind + ", " + stream + ")", arena ->
+                (int) memcpyAsync.invokeExact(target, source, bytes, kind.value, handle));
     }
 
     /** Sets {@code bytes} of device memory to {@code value}. */
     public void memset(MemorySegment deviceMemory, int value, long bytes) {
         if (bytes > deviceMemory.byteSize()) {
-            throw new IllegalArgumentException("cudaMemset of " + bytes + " bytes exceeds the " + deviceMemory.byteSize() + "-byte region");
+            throw new IllegalArgumentException(
+                    "cudaMemset of " + bytes + " bytes exceeds the " + deviceMemory.byteSize() + "-byte region");
         }
-        check("cudaMemset(" + value + ", " + bytes + ")", arena -> (int) memset.invokeExact(deviceMemory, value, bytes));
+        check("cudaMemset(" + value + ", " + bytes + ")", arena ->
+                (int) memset.invokeExact(deviceMemory, value, bytes));
     }
 
     private static void checkRange(MemorySegment target, MemorySegment source, long bytes) {
         if (bytes < 0 || bytes > target.byteSize() || bytes > source.byteSize()) {
-            throw new IllegalArgumentException("copy of " + bytes + " bytes does not fit the source (" + source.byteSize()
-                    + " bytes) or the target (" + target.byteSize() + " bytes)");
+            throw new IllegalArgumentException("copy of " + bytes + " bytes does not fit the source ("
+                    + source.byteSize() + " bytes) or the target (" + target.byteSize() + " bytes)");
         }
     }
 
     /** A new stream; {@code flags} is 0 or {@link #STREAM_NON_BLOCKING}. */
     public CudaStream createStream(int flags) {
-        return new CudaStream(this, pointerOut("cudaStreamCreateWithFlags(" + flags + ")",
-                out -> (int) streamCreateWithFlags.invokeExact(out, flags)));
+        return new CudaStream(this, pointerOut("cudaStreamCreateWithFlags(" + flags + ")", out ->
+                (int) streamCreateWithFlags.invokeExact(out, flags)));
     }
 
     void synchronize(CudaStream stream) {
@@ -372,8 +394,8 @@ public final class CudaRuntime {
 
     /** A new event; {@code flags} is {@link #EVENT_DEFAULT} or {@link #EVENT_DISABLE_TIMING}. */
     public CudaEvent createEvent(int flags) {
-        return new CudaEvent(this, pointerOut("cudaEventCreateWithFlags(" + flags + ")",
-                out -> (int) eventCreateWithFlags.invokeExact(out, flags)));
+        return new CudaEvent(this, pointerOut("cudaEventCreateWithFlags(" + flags + ")", out ->
+                (int) eventCreateWithFlags.invokeExact(out, flags)));
     }
 
     void record(CudaEvent event, CudaStream stream) {
@@ -397,7 +419,8 @@ public final class CudaRuntime {
         MemorySegment e = end.handle();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(java.lang.foreign.ValueLayout.JAVA_FLOAT);
-            check("cudaEventElapsedTime(" + start + ", " + end + ")", a -> (int) eventElapsedTime.invokeExact(out, s, e));
+            check("cudaEventElapsedTime(" + start + ", " + end + ")", a ->
+                    (int) eventElapsedTime.invokeExact(out, s, e));
             return out.get(java.lang.foreign.ValueLayout.JAVA_FLOAT, 0);
         }
     }
@@ -410,7 +433,9 @@ public final class CudaRuntime {
     /** The cudaError_t name of {@code status}, e.g. {@code cudaErrorInvalidValue}. */
     public String errorName(int status) {
         try {
-            return ((MemorySegment) getErrorName.invokeExact(status)).reinterpret(256).getString(0);
+            return ((MemorySegment) getErrorName.invokeExact(status))
+                    .reinterpret(256)
+                    .getString(0);
         } catch (Throwable t) {
             return "cudaError " + status;
         }
@@ -419,7 +444,9 @@ public final class CudaRuntime {
     /** The runtime's description of {@code status}. */
     public String errorString(int status) {
         try {
-            return ((MemorySegment) getErrorString.invokeExact(status)).reinterpret(1024).getString(0);
+            return ((MemorySegment) getErrorString.invokeExact(status))
+                    .reinterpret(1024)
+                    .getString(0);
         } catch (Throwable t) {
             return "";
         }

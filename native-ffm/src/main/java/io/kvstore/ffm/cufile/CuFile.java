@@ -45,6 +45,7 @@ public final class CuFile {
     static final int BATCH_MODE = 1;
     /** CUFILE_READ / CUFILE_WRITE (CUfileOpcode_t). */
     static final int OPCODE_READ = 0;
+
     static final int OPCODE_WRITE = 1;
 
     /** CUfileError_t, returned by value. */
@@ -53,21 +54,29 @@ public final class CuFile {
     static final StructLayout DESCR = MemoryLayout.structLayout(
             JAVA_INT.withName("type"),
             MemoryLayout.paddingLayout(4),
-            MemoryLayout.unionLayout(JAVA_INT.withName("fd"), ADDRESS.withName("handle")).withName("handle"),
+            MemoryLayout.unionLayout(JAVA_INT.withName("fd"), ADDRESS.withName("handle"))
+                    .withName("handle"),
             ADDRESS.withName("fs_ops"));
     /** CUfileIOParams_t (cufile.h batch API). */
     static final StructLayout IO_PARAMS = MemoryLayout.structLayout(
             JAVA_INT.withName("mode"),
             MemoryLayout.paddingLayout(4),
-            MemoryLayout.structLayout(ADDRESS.withName("devPtr_base"), JAVA_LONG.withName("file_offset"),
-                    JAVA_LONG.withName("devPtr_offset"), JAVA_LONG.withName("size")).withName("batch"),
+            MemoryLayout.structLayout(
+                            ADDRESS.withName("devPtr_base"),
+                            JAVA_LONG.withName("file_offset"),
+                            JAVA_LONG.withName("devPtr_offset"),
+                            JAVA_LONG.withName("size"))
+                    .withName("batch"),
             ADDRESS.withName("fh"),
             JAVA_INT.withName("opcode"),
             MemoryLayout.paddingLayout(4),
             ADDRESS.withName("cookie"));
     /** CUfileIOEvents_t (cufile.h batch API). */
     static final StructLayout IO_EVENTS = MemoryLayout.structLayout(
-            ADDRESS.withName("cookie"), JAVA_INT.withName("status"), MemoryLayout.paddingLayout(4), JAVA_LONG.withName("ret"));
+            ADDRESS.withName("cookie"),
+            JAVA_INT.withName("status"),
+            MemoryLayout.paddingLayout(4),
+            JAVA_LONG.withName("ret"));
 
     private static final VarHandle ERR = ERROR.varHandle(MemoryLayout.PathElement.groupElement("err"));
     private static final VarHandle CU_ERR = ERROR.varHandle(MemoryLayout.PathElement.groupElement("cu_err"));
@@ -115,7 +124,8 @@ public final class CuFile {
         this.library = library;
         FunctionDescriptor errOfNothing = FunctionDescriptor.of(ERROR);
         driverOpen = library.function("cuFileDriverOpen", errOfNothing);
-        // cufile.h: "#define cuFileDriverClose cuFileDriverClose_v2" since GDS 1.7; older libraries export only the plain name
+        // cufile.h: "#define cuFileDriverClose cuFileDriverClose_v2" since GDS 1.7; older libraries export only the
+        // plain name
         driverClose = library.optionalFunction("cuFileDriverClose_v2", errOfNothing)
                 .orElseGet(() -> library.function("cuFileDriverClose", errOfNothing));
         handleRegister = library.function("cuFileHandleRegister", FunctionDescriptor.of(ERROR, ADDRESS, ADDRESS));
@@ -128,9 +138,10 @@ public final class CuFile {
         write = library.function("cuFileWrite", io, errno);
         getVersion = library.optionalFunction("cuFileGetVersion", FunctionDescriptor.of(ERROR, ADDRESS));
         batchSetUp = library.optionalFunction("cuFileBatchIOSetUp", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT));
-        batchSubmit = library.optionalFunction("cuFileBatchIOSubmit", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT));
-        batchGetStatus = library.optionalFunction("cuFileBatchIOGetStatus",
-                FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        batchSubmit = library.optionalFunction(
+                "cuFileBatchIOSubmit", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT, ADDRESS, JAVA_INT));
+        batchGetStatus = library.optionalFunction(
+                "cuFileBatchIOGetStatus", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         batchCancel = library.optionalFunction("cuFileBatchIOCancel", FunctionDescriptor.of(ERROR, ADDRESS));
         batchDestroy = library.optionalFunction("cuFileBatchIODestroy", FunctionDescriptor.ofVoid(ADDRESS));
     }
@@ -148,7 +159,8 @@ public final class CuFile {
     }
 
     private static NativeLibrary load() {
-        return NativeLibrary.load("libcufile", searchDirs(), List.of("libcufile.so", "libcufile.so.0", "libcufile.so.1"));
+        return NativeLibrary.load(
+                "libcufile", searchDirs(), List.of("libcufile.so", "libcufile.so.0", "libcufile.so.1"));
     }
 
     /** Whether cuFile can be used here, with the library, version and batch support, or why not. */
@@ -183,8 +195,11 @@ public final class CuFile {
 
     /** Whether the batch API (cuFileBatchIO*) is present. */
     public boolean hasBatchApi() {
-        return batchSetUp.isPresent() && batchSubmit.isPresent() && batchGetStatus.isPresent()
-                && batchCancel.isPresent() && batchDestroy.isPresent();
+        return batchSetUp.isPresent()
+                && batchSubmit.isPresent()
+                && batchGetStatus.isPresent()
+                && batchCancel.isPresent()
+                && batchDestroy.isPresent();
     }
 
     /** Opens the GDS driver (nvidia-fs, or compatibility mode when cufile.json allows it); reference counted by cuFile. */
@@ -203,8 +218,8 @@ public final class CuFile {
             descr.set(JAVA_INT, DESCR.byteOffset(MemoryLayout.PathElement.groupElement("type")), HANDLE_TYPE_OPAQUE_FD);
             descr.set(JAVA_INT, DESCR.byteOffset(MemoryLayout.PathElement.groupElement("handle")), fd);
             MemorySegment out = arena.allocate(ADDRESS);
-            check("cuFileHandleRegister(fd " + fd + ", " + path + ")",
-                    a -> (MemorySegment) handleRegister.invokeExact((SegmentAllocator) a, out, descr));
+            check("cuFileHandleRegister(fd " + fd + ", " + path + ")", a ->
+                    (MemorySegment) handleRegister.invokeExact((SegmentAllocator) a, out, descr));
             return new CuFileHandle(this, out.get(ADDRESS, 0), fd, path);
         }
     }
@@ -220,13 +235,15 @@ public final class CuFile {
     /** Registers a GPU buffer so reads and writes into it skip cuFile's internal bounce buffers. */
     public void registerBuffer(MemorySegment deviceBuffer, int flags) {
         long length = deviceBuffer.byteSize();
-        check("cuFileBufRegister(0x" + Long.toHexString(deviceBuffer.address()) + ", " + length + ", " + flags + ")",
-                arena -> (MemorySegment) bufRegister.invokeExact((SegmentAllocator) arena, deviceBuffer, length, flags));
+        check(
+                "cuFileBufRegister(0x" + Long.toHexString(deviceBuffer.address()) + ", " + length + ", " + flags + ")",
+                arena ->
+                        (MemorySegment) bufRegister.invokeExact((SegmentAllocator) arena, deviceBuffer, length, flags));
     }
 
     public void deregisterBuffer(MemorySegment deviceBuffer) {
-        check("cuFileBufDeregister(0x" + Long.toHexString(deviceBuffer.address()) + ")",
-                arena -> (MemorySegment) bufDeregister.invokeExact((SegmentAllocator) arena, deviceBuffer));
+        check("cuFileBufDeregister(0x" + Long.toHexString(deviceBuffer.address()) + ")", arena ->
+                (MemorySegment) bufDeregister.invokeExact((SegmentAllocator) arena, deviceBuffer));
     }
 
     /**
@@ -242,7 +259,13 @@ public final class CuFile {
         return io("cuFileWrite", write, file, buffer, size, fileOffset, bufferOffset);
     }
 
-    private long io(String name, MethodHandle call, CuFileHandle file, MemorySegment buffer, long size, long fileOffset,
+    private long io(
+            String name,
+            MethodHandle call,
+            CuFileHandle file,
+            MemorySegment buffer,
+            long size,
+            long fileOffset,
             long bufferOffset) {
         if (size < 0 || bufferOffset < 0 || fileOffset < 0 || bufferOffset + size > buffer.byteSize()) {
             throw new IllegalArgumentException(name + " of " + size + " bytes at buffer offset " + bufferOffset
@@ -263,7 +286,8 @@ public final class CuFile {
             throw new CuFileException(what + " failed: errno " + errno, errno);
         }
         if (result < 0) {
-            throw new CuFileException(what + " failed: " + CuFileStatus.name((int) -result) + " (" + -result + ")", (int) -result);
+            throw new CuFileException(
+                    what + " failed: " + CuFileStatus.name((int) -result) + " (" + -result + ")", (int) -result);
         }
         return result;
     }
@@ -275,26 +299,29 @@ public final class CuFile {
      */
     public CuFileBatch batch(int capacity) {
         if (!hasBatchApi()) {
-            throw new UnsupportedOperationException("libcufile at " + library.location() + " has no batch API (cuFileBatchIOSetUp)");
+            throw new UnsupportedOperationException(
+                    "libcufile at " + library.location() + " has no batch API (cuFileBatchIOSetUp)");
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
             MethodHandle setUp = batchSetUp.orElseThrow();
-            check("cuFileBatchIOSetUp(" + capacity + ")", a -> (MemorySegment) setUp.invokeExact((SegmentAllocator) a, out, capacity));
+            check("cuFileBatchIOSetUp(" + capacity + ")", a ->
+                    (MemorySegment) setUp.invokeExact((SegmentAllocator) a, out, capacity));
             return new CuFileBatch(this, out.get(ADDRESS, 0), capacity);
         }
     }
 
     void batchSubmit(MemorySegment batch, int count, MemorySegment params) {
         MethodHandle submit = batchSubmit.orElseThrow();
-        check("cuFileBatchIOSubmit(" + count + " I/Os)",
-                a -> (MemorySegment) submit.invokeExact((SegmentAllocator) a, batch, count, params, 0));
+        check("cuFileBatchIOSubmit(" + count + " I/Os)", a ->
+                (MemorySegment) submit.invokeExact((SegmentAllocator) a, batch, count, params, 0));
     }
 
-    void batchGetStatus(MemorySegment batch, int minimum, MemorySegment count, MemorySegment events, MemorySegment timeout) {
+    void batchGetStatus(
+            MemorySegment batch, int minimum, MemorySegment count, MemorySegment events, MemorySegment timeout) {
         MethodHandle status = batchGetStatus.orElseThrow();
-        check("cuFileBatchIOGetStatus(min " + minimum + ")",
-                a -> (MemorySegment) status.invokeExact((SegmentAllocator) a, batch, minimum, count, events, timeout));
+        check("cuFileBatchIOGetStatus(min " + minimum + ")", a ->
+                (MemorySegment) status.invokeExact((SegmentAllocator) a, batch, minimum, count, events, timeout));
     }
 
     void batchCancel(MemorySegment batch) {

@@ -20,13 +20,18 @@ public final class CuFileBatch implements AutoCloseable {
 
     /** CUfileStatus_t values (cufile.h). */
     static final int STATUS_COMPLETE = 0x10;
+
     static final int STATUS_FAILED_MASK = 0x04 | 0x08 | 0x20 | 0x40; // INVALID, CANCELED, TIMEOUT, FAILED
 
     private static final long MODE = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("mode"));
-    private static final long BASE = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("devPtr_base"));
-    private static final long FILE_OFFSET = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("file_offset"));
-    private static final long BUFFER_OFFSET = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("devPtr_offset"));
-    private static final long SIZE = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("size"));
+    private static final long BASE =
+            CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("devPtr_base"));
+    private static final long FILE_OFFSET =
+            CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("file_offset"));
+    private static final long BUFFER_OFFSET =
+            CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("devPtr_offset"));
+    private static final long SIZE =
+            CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("batch"), PathElement.groupElement("size"));
     private static final long FH = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("fh"));
     private static final long OPCODE = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("opcode"));
     private static final long COOKIE = CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("cookie"));
@@ -36,7 +41,8 @@ public final class CuFileBatch implements AutoCloseable {
     private static final MemoryLayout TIMESPEC = MemoryLayout.structLayout(JAVA_LONG, JAVA_LONG);
 
     /** One I/O of a batch: {@code size} bytes between {@code file} at {@code fileOffset} and {@code buffer + bufferOffset}. */
-    public record Io(boolean write, CuFileHandle file, MemorySegment buffer, long bufferOffset, long fileOffset, long size) {
+    public record Io(
+            boolean write, CuFileHandle file, MemorySegment buffer, long bufferOffset, long fileOffset, long size) {
         public Io {
             if (size <= 0 || bufferOffset < 0 || fileOffset < 0 || bufferOffset + size > buffer.byteSize()) {
                 throw new IllegalArgumentException("batch I/O of " + size + " bytes at buffer offset " + bufferOffset
@@ -96,8 +102,10 @@ public final class CuFileBatch implements AutoCloseable {
             while (completed < n) {
                 if (System.nanoTime() > deadline) {
                     cufile.batchCancel(handle);
-                    throw new CuFileException("cuFile batch of " + n + " I/Os timed out after " + timeout + " with "
-                            + completed + " complete", 0);
+                    throw new CuFileException(
+                            "cuFile batch of " + n + " I/Os timed out after " + timeout + " with " + completed
+                                    + " complete",
+                            0);
                 }
                 count.set(JAVA_INT, 0, n - completed);
                 cufile.batchGetStatus(handle, 0, count, events, wait);
@@ -111,8 +119,10 @@ public final class CuFileBatch implements AutoCloseable {
                         done[index] = ret;
                         completed++;
                     } else if ((status & STATUS_FAILED_MASK) != 0) {
-                        throw new CuFileException("cuFile batch I/O " + index + " (" + ios.get(index) + ") ended with status 0x"
-                                + Integer.toHexString(status) + ", ret " + ret, (int) Math.abs(ret));
+                        throw new CuFileException(
+                                "cuFile batch I/O " + index + " (" + ios.get(index) + ") ended with status 0x"
+                                        + Integer.toHexString(status) + ", ret " + ret,
+                                (int) Math.abs(ret));
                     }
                 }
             }

@@ -64,8 +64,7 @@ final class CuFileStatus {
             Map.entry(BASE + 49, "CU_FILE_BATCH_NOCOMPAT_ERROR"),
             Map.entry(BASE + 50, "CU_FILE_IO_MAX_ERROR"));
 
-    private CuFileStatus() {
-    }
+    private CuFileStatus() {}
 
     /** The CUfileOpError name of {@code code} (sign ignored, as cuFileRead/Write return it negated). */
     static String name(int code) {

@@ -19,8 +19,7 @@ import java.util.List;
  */
 public final class IsaL {
 
-    private IsaL() {
-    }
+    private IsaL() {}
 
     private static final class Holder {
         static final MethodHandle CRC32_ISCSI;
@@ -30,8 +29,10 @@ public final class IsaL {
             MethodHandle crc = null;
             Availability availability;
             try {
-                NativeLibrary lib = NativeLibrary.load("libisal",
-                        NativeLibrary.dirsFrom(System.getProperty("java.library.path")), List.of("libisal.so.2", "libisal.so"));
+                NativeLibrary lib = NativeLibrary.load(
+                        "libisal",
+                        NativeLibrary.dirsFrom(System.getProperty("java.library.path")),
+                        List.of("libisal.so.2", "libisal.so"));
                 // unsigned int crc32_iscsi(unsigned char *buffer, int len, unsigned int init_crc)
                 crc = lib.function("crc32_iscsi", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
                 availability = Availability.available("libisal at " + lib.location());

@@ -43,34 +43,39 @@ public final class LibC {
     private static final Linker.Option ERRNO_OPTION = Linker.Option.captureCallState("errno");
     private static final NativeLibrary LIBC = NativeLibrary.libc();
 
-    private static final MethodHandle OPEN = LIBC.function("open",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT), ERRNO_OPTION, Linker.Option.firstVariadicArg(2));
-    private static final MethodHandle CLOSE = LIBC.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), ERRNO_OPTION);
-    private static final MethodHandle PREAD = LIBC.function("pread",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle PWRITE = LIBC.function("pwrite",
-            FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle FALLOCATE = LIBC.function("fallocate",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle FTRUNCATE = LIBC.function("ftruncate",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle FDATASYNC = LIBC.function("fdatasync",
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT), ERRNO_OPTION);
-    private static final MethodHandle MLOCK = LIBC.function("mlock",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle MUNLOCK = LIBC.function("munlock",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
-    private static final MethodHandle SETENV = LIBC.function("setenv",
-            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
+    private static final MethodHandle OPEN = LIBC.function(
+            "open",
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT),
+            ERRNO_OPTION,
+            Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle CLOSE =
+            LIBC.function("close", FunctionDescriptor.of(JAVA_INT, JAVA_INT), ERRNO_OPTION);
+    private static final MethodHandle PREAD = LIBC.function(
+            "pread", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle PWRITE = LIBC.function(
+            "pwrite", FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle FALLOCATE = LIBC.function(
+            "fallocate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_LONG, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle FTRUNCATE =
+            LIBC.function("ftruncate", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle FDATASYNC =
+            LIBC.function("fdatasync", FunctionDescriptor.of(JAVA_INT, JAVA_INT), ERRNO_OPTION);
+    private static final MethodHandle MLOCK =
+            LIBC.function("mlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle MUNLOCK =
+            LIBC.function("munlock", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG), ERRNO_OPTION);
+    private static final MethodHandle SETENV =
+            LIBC.function("setenv", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT));
     private static final MethodHandle STRERROR = LIBC.function("strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT));
 
-    private LibC() {
-    }
+    private LibC() {}
 
     /** The message libc gives for an errno value. */
     public static String strerror(int errno) {
         try {
-            return ((MemorySegment) STRERROR.invokeExact(errno)).reinterpret(512).getString(0);
+            return ((MemorySegment) STRERROR.invokeExact(errno))
+                    .reinterpret(512)
+                    .getString(0);
         } catch (Throwable t) {
             return "errno " + errno;
         }
@@ -126,11 +131,15 @@ public final class LibC {
                     if (errno == EINTR) {
                         continue;
                     }
-                    throw new PosixException("pread", path, "offset " + (offset + done) + ", length " + (length - done), errno);
+                    throw new PosixException(
+                            "pread", path, "offset " + (offset + done) + ", length " + (length - done), errno);
                 }
                 if (n == 0) {
-                    throw new PosixException("pread", path, "offset " + (offset + done) + ": end of file before "
-                            + length + " bytes", 0);
+                    throw new PosixException(
+                            "pread",
+                            path,
+                            "offset " + (offset + done) + ": end of file before " + length + " bytes",
+                            0);
                 }
                 done += n;
             }
@@ -154,7 +163,8 @@ public final class LibC {
                     if (errno == EINTR) {
                         continue;
                     }
-                    throw new PosixException("pwrite", path, "offset " + (offset + done) + ", length " + (length - done), errno);
+                    throw new PosixException(
+                            "pwrite", path, "offset " + (offset + done) + ", length " + (length - done), errno);
                 }
                 done += n;
             }

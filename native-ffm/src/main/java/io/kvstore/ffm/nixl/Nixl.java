@@ -38,15 +38,18 @@ public final class Nixl {
 
     /** Segment types (nixl_capi_mem_type_t / nixl_mem_t). */
     public static final int DRAM_SEG = 0;
+
     public static final int VRAM_SEG = 1;
     public static final int BLK_SEG = 2;
     public static final int OBJ_SEG = 3;
     public static final int FILE_SEG = 4;
     /** Transfer operations (nixl_capi_xfer_op_t). */
     public static final int XFER_READ = 0;
+
     public static final int XFER_WRITE = 1;
     /** Status values (nixl_capi_status_t) the caller acts on. */
     public static final int SUCCESS = 0;
+
     public static final int IN_PROG = 1;
     /** nixl_capi_thread_sync_t: NIXL serialises every agent call, so engines may call from any thread. */
     public static final int THREAD_SYNC_STRICT = 1;
@@ -74,11 +77,12 @@ public final class Nixl {
             try {
                 nixl = new Nixl(load());
                 if (nixl.isStub()) {
-                    throw new LibraryUnavailableException("libnixl_capi at " + nixl.library.location()
-                            + " is NIXL's stub build (nixl_capi_is_stub() is true): install NIXL built with its plugins");
+                    throw new LibraryUnavailableException(
+                            "libnixl_capi at " + nixl.library.location()
+                                    + " is NIXL's stub build (nixl_capi_is_stub() is true): install NIXL built with its plugins");
                 }
-                availability = Availability.available("libnixl_capi at " + nixl.library.location()
-                        + ", plugins from " + nixl.pluginDirDescription());
+                availability = Availability.available(
+                        "libnixl_capi at " + nixl.library.location() + ", plugins from " + nixl.pluginDirDescription());
             } catch (LibraryUnavailableException e) {
                 availability = Availability.unavailable(e.getMessage());
                 nixl = null;
@@ -152,18 +156,21 @@ public final class Nixl {
         createConfiguredAgent = library.function("nixl_capi_create_configured_agent", s3);
         destroyAgent = library.function("nixl_capi_destroy_agent", s1);
         getLocalMd = library.function("nixl_capi_get_local_md", s3);
-        loadRemoteMd = library.function("nixl_capi_load_remote_md",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+        loadRemoteMd = library.function(
+                "nixl_capi_load_remote_md", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
         invalidateRemoteMd = library.function("nixl_capi_invalidate_remote_md", s2);
         getAvailablePlugins = library.function("nixl_capi_get_available_plugins", s2);
         destroyStringList = library.function("nixl_capi_destroy_string_list", s1);
         stringListSize = library.function("nixl_capi_string_list_size", s2);
-        stringListGet = library.function("nixl_capi_string_list_get", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+        stringListGet = library.function(
+                "nixl_capi_string_list_get", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
         getPluginParams = library.function("nixl_capi_get_plugin_params", s4);
         destroyMemList = library.function("nixl_capi_destroy_mem_list", s1);
         memListSize = library.function("nixl_capi_mem_list_size", s2);
-        memListGet = library.function("nixl_capi_mem_list_get", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
-        memTypeToString = library.function("nixl_capi_mem_type_to_string", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        memListGet = library.function(
+                "nixl_capi_mem_list_get", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+        memTypeToString =
+                library.function("nixl_capi_mem_type_to_string", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
         destroyParams = library.function("nixl_capi_destroy_params", s1);
         paramsIsEmpty = library.function("nixl_capi_params_is_empty", s2);
         paramsCreateIterator = library.function("nixl_capi_params_create_iterator", s2);
@@ -175,21 +182,26 @@ public final class Nixl {
         createOptArgs = library.function("nixl_capi_create_opt_args", s1);
         destroyOptArgs = library.function("nixl_capi_destroy_opt_args", s1);
         optArgsAddBackend = library.function("nixl_capi_opt_args_add_backend", s2);
-        optArgsSetNotifMsg = library.function("nixl_capi_opt_args_set_notif_msg",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
-        optArgsSetHasNotif = library.function("nixl_capi_opt_args_set_has_notif",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BOOLEAN));
-        createRegDlist = library.function("nixl_capi_create_reg_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        optArgsSetNotifMsg = library.function(
+                "nixl_capi_opt_args_set_notif_msg", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG));
+        optArgsSetHasNotif = library.function(
+                "nixl_capi_opt_args_set_has_notif", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_BOOLEAN));
+        createRegDlist =
+                library.function("nixl_capi_create_reg_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
         destroyRegDlist = library.function("nixl_capi_destroy_reg_dlist", s1);
-        regDlistAddDesc = library.function("nixl_capi_reg_dlist_add_desc",
+        regDlistAddDesc = library.function(
+                "nixl_capi_reg_dlist_add_desc",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG, ADDRESS, JAVA_LONG));
         registerMem = library.function("nixl_capi_register_mem", s3);
         deregisterMem = library.function("nixl_capi_deregister_mem", s3);
-        createXferDlist = library.function("nixl_capi_create_xfer_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
+        createXferDlist =
+                library.function("nixl_capi_create_xfer_dlist", FunctionDescriptor.of(JAVA_INT, JAVA_INT, ADDRESS));
         destroyXferDlist = library.function("nixl_capi_destroy_xfer_dlist", s1);
-        xferDlistAddDesc = library.function("nixl_capi_xfer_dlist_add_desc",
+        xferDlistAddDesc = library.function(
+                "nixl_capi_xfer_dlist_add_desc",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-        createXferReq = library.function("nixl_capi_create_xfer_req",
+        createXferReq = library.function(
+                "nixl_capi_create_xfer_req",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
         postXferReq = library.function("nixl_capi_post_xfer_req", s3);
         getXferStatus = library.function("nixl_capi_get_xfer_status", s2);
@@ -199,20 +211,21 @@ public final class Nixl {
         destroyNotifMap = library.function("nixl_capi_destroy_notif_map", s1);
         getNotifs = library.function("nixl_capi_get_notifs", s3);
         notifMapSize = library.function("nixl_capi_notif_map_size", s2);
-        notifMapGetAgentAt = library.function("nixl_capi_notif_map_get_agent_at",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
+        notifMapGetAgentAt = library.function(
+                "nixl_capi_notif_map_get_agent_at", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS));
         notifMapGetNotifsSize = library.function("nixl_capi_notif_map_get_notifs_size", s3);
-        notifMapGetNotif = library.function("nixl_capi_notif_map_get_notif",
+        notifMapGetNotif = library.function(
+                "nixl_capi_notif_map_get_notif",
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, ADDRESS));
         notifMapClear = library.function("nixl_capi_notif_map_clear", s1);
-        genNotif = library.function("nixl_capi_gen_notif",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+        genNotif = library.function(
+                "nixl_capi_gen_notif", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
     }
 
     /** Where libnixl_capi is looked for, in order, before the loader's own paths. */
     static List<Path> searchDirs() {
-        List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(System.getenv("NIXL_LIB_DIR"),
-                System.getProperty("java.library.path")));
+        List<Path> dirs = new ArrayList<>(
+                NativeLibrary.dirsFrom(System.getenv("NIXL_LIB_DIR"), System.getProperty("java.library.path")));
         String arch = switch (System.getProperty("os.arch").toLowerCase(Locale.ROOT)) {
             case "amd64", "x86_64" -> "x86_64-linux-gnu";
             case "aarch64", "arm64" -> "aarch64-linux-gnu";
@@ -230,8 +243,8 @@ public final class Nixl {
             return NativeLibrary.load("libnixl_capi", searchDirs(), List.of("libnixl_capi.so"));
         } catch (LibraryUnavailableException e) {
             String dir = System.getenv("NIXL_LIB_DIR");
-            throw new LibraryUnavailableException(e.getMessage() + (dir == null || dir.isBlank()
-                    ? " (NIXL_LIB_DIR unset)" : " (NIXL_LIB_DIR=" + dir + ")"));
+            throw new LibraryUnavailableException(e.getMessage()
+                    + (dir == null || dir.isBlank() ? " (NIXL_LIB_DIR unset)" : " (NIXL_LIB_DIR=" + dir + ")"));
         }
     }
 
@@ -254,12 +267,13 @@ public final class Nixl {
 
     private boolean isStub() {
         return isStub.map(handle -> {
-            try {
-                return (boolean) handle.invokeExact();
-            } catch (Throwable t) {
-                throw new LibraryUnavailableException("nixl_capi_is_stub() failed: " + t);
-            }
-        }).orElse(false);
+                    try {
+                        return (boolean) handle.invokeExact();
+                    } catch (Throwable t) {
+                        throw new LibraryUnavailableException("nixl_capi_is_stub() failed: " + t);
+                    }
+                })
+                .orElse(false);
     }
 
     /**
@@ -279,13 +293,19 @@ public final class Nixl {
     /** {@link #pluginDir()} with where the answer came from, for messages. */
     public String pluginDirDescription() {
         String env = System.getenv("NIXL_PLUGIN_DIR");
-        return pluginDir().map(p -> p + (env != null && !env.isBlank() ? " (NIXL_PLUGIN_DIR)" : " (beside libnixl; NIXL_PLUGIN_DIR unset)"))
+        return pluginDir()
+                .map(p -> p
+                        + (env != null && !env.isBlank()
+                                ? " (NIXL_PLUGIN_DIR)"
+                                : " (beside libnixl; NIXL_PLUGIN_DIR unset)"))
                 .orElse("plugins/ beside libnixl (NIXL_PLUGIN_DIR unset)");
     }
 
     /** Whether a plugin's shared object ({@code libplugin_<NAME>.so}) is in {@link #pluginDir()}. */
     public boolean pluginFilePresent(String name) {
-        return pluginDir().map(dir -> Files.isRegularFile(dir.resolve("libplugin_" + name + ".so"))).orElse(false);
+        return pluginDir()
+                .map(dir -> Files.isRegularFile(dir.resolve("libplugin_" + name + ".so")))
+                .orElse(false);
     }
 
     /** Creates an agent; see {@link NixlAgent.Config}. */
@@ -305,7 +325,8 @@ public final class Nixl {
         try {
             libcFree.invokeExact(pointer);
         } catch (Throwable t) {
-            throw new IllegalStateException("free(0x" + Long.toHexString(pointer.address()) + ") could not be invoked", t);
+            throw new IllegalStateException(
+                    "free(0x" + Long.toHexString(pointer.address()) + ") could not be invoked", t);
         }
     }
 

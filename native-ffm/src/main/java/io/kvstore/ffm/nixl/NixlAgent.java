@@ -34,8 +34,7 @@ public final class NixlAgent implements AutoCloseable {
     }
 
     /** A plugin's supported segment types and default parameters. */
-    public record PluginParams(List<String> memoryTypes, Map<String, String> params) {
-    }
+    public record PluginParams(List<String> memoryTypes, Map<String, String> params) {}
 
     private final Nixl nixl;
     private final String name;
@@ -97,7 +96,8 @@ public final class NixlAgent implements AutoCloseable {
     public List<String> availablePlugins() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            call("nixl_capi_get_available_plugins(" + name + ")", a -> (int) nixl.getAvailablePlugins.invokeExact(handle(), out));
+            call("nixl_capi_get_available_plugins(" + name + ")", a ->
+                    (int) nixl.getAvailablePlugins.invokeExact(handle(), out));
             MemorySegment list = out.get(ADDRESS, 0);
             try {
                 MemorySegment size = arena.allocate(JAVA_LONG);
@@ -106,7 +106,8 @@ public final class NixlAgent implements AutoCloseable {
                 MemorySegment str = arena.allocate(ADDRESS);
                 for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
                     long index = i;
-                    call("nixl_capi_string_list_get(" + i + ")", a -> (int) nixl.stringListGet.invokeExact(list, index, str));
+                    call("nixl_capi_string_list_get(" + i + ")", a ->
+                            (int) nixl.stringListGet.invokeExact(list, index, str));
                     plugins.add(str.get(ADDRESS, 0).reinterpret(4096).getString(0));
                 }
                 return plugins;
@@ -121,8 +122,8 @@ public final class NixlAgent implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mems = arena.allocate(ADDRESS);
             MemorySegment params = arena.allocate(ADDRESS);
-            call("nixl_capi_get_plugin_params(" + plugin + ")",
-                    a -> (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+            call("nixl_capi_get_plugin_params(" + plugin + ")", a ->
+                    (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
             MemorySegment memList = mems.get(ADDRESS, 0);
             MemorySegment paramList = params.get(ADDRESS, 0);
             try {
@@ -165,8 +166,11 @@ public final class NixlAgent implements AutoCloseable {
             MemorySegment value = arena.allocate(ADDRESS);
             MemorySegment hasNext = arena.allocate(JAVA_BOOLEAN);
             do {
-                call("nixl_capi_params_iterator_next", a -> (int) nixl.paramsIteratorNext.invokeExact(iter, key, value, hasNext));
-                result.put(key.get(ADDRESS, 0).reinterpret(4096).getString(0), value.get(ADDRESS, 0).reinterpret(65536).getString(0));
+                call("nixl_capi_params_iterator_next", a ->
+                        (int) nixl.paramsIteratorNext.invokeExact(iter, key, value, hasNext));
+                result.put(
+                        key.get(ADDRESS, 0).reinterpret(4096).getString(0),
+                        value.get(ADDRESS, 0).reinterpret(65536).getString(0));
             } while (hasNext.get(JAVA_BOOLEAN, 0));
         } finally {
             call("nixl_capi_params_destroy_iterator", a -> (int) nixl.paramsDestroyIterator.invokeExact(iter));
@@ -182,22 +186,23 @@ public final class NixlAgent implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mems = arena.allocate(ADDRESS);
             MemorySegment params = arena.allocate(ADDRESS);
-            call("nixl_capi_get_plugin_params(" + plugin + ")",
-                    a -> (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+            call("nixl_capi_get_plugin_params(" + plugin + ")", a ->
+                    (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
             MemorySegment memList = mems.get(ADDRESS, 0);
             MemorySegment paramList = params.get(ADDRESS, 0);
             try {
                 if (!overrides.isEmpty()) {
                     var add = nixl.paramsAdd.orElseThrow(() -> new UnsupportedOperationException(
-                            "this libnixl_capi has no nixl_capi_params_add; cannot set backend parameters " + overrides.keySet()));
+                            "this libnixl_capi has no nixl_capi_params_add; cannot set backend parameters "
+                                    + overrides.keySet()));
                     for (var e : overrides.entrySet()) {
-                        call("nixl_capi_params_add(" + e.getKey() + "=" + e.getValue() + ")",
-                                a -> (int) add.invokeExact(paramList, a.allocateFrom(e.getKey()), a.allocateFrom(e.getValue())));
+                        call("nixl_capi_params_add(" + e.getKey() + "=" + e.getValue() + ")", a -> (int)
+                                add.invokeExact(paramList, a.allocateFrom(e.getKey()), a.allocateFrom(e.getValue())));
                     }
                 }
                 MemorySegment out = arena.allocate(ADDRESS);
-                call("nixl_capi_create_backend(" + name + ", " + plugin + ")",
-                        a -> (int) nixl.createBackend.invokeExact(handle(), a.allocateFrom(plugin), paramList, out));
+                call("nixl_capi_create_backend(" + name + ", " + plugin + ")", a ->
+                        (int) nixl.createBackend.invokeExact(handle(), a.allocateFrom(plugin), paramList, out));
                 return new NixlBackend(this, plugin, out.get(ADDRESS, 0));
             } finally {
                 call("nixl_capi_destroy_mem_list", a -> (int) nixl.destroyMemList.invokeExact(memList));
@@ -240,8 +245,8 @@ public final class NixlAgent implements AutoCloseable {
             MemorySegment blob = arena.allocateFrom(JAVA_BYTE, metadata);
             MemorySegment nameOut = arena.allocate(ADDRESS);
             long length = metadata.length;
-            call("nixl_capi_load_remote_md(" + name + ", " + length + " bytes)",
-                    a -> (int) nixl.loadRemoteMd.invokeExact(handle(), blob, length, nameOut));
+            call("nixl_capi_load_remote_md(" + name + ", " + length + " bytes)", a ->
+                    (int) nixl.loadRemoteMd.invokeExact(handle(), blob, length, nameOut));
             MemorySegment remote = nameOut.get(ADDRESS, 0);
             try {
                 return remote.reinterpret(4096).getString(0);
@@ -253,8 +258,8 @@ public final class NixlAgent implements AutoCloseable {
 
     /** Forgets a remote agent's metadata and disconnects from it. */
     public void invalidateRemoteMetadata(String remoteAgent) {
-        call("nixl_capi_invalidate_remote_md(" + name + ", " + remoteAgent + ")",
-                a -> (int) nixl.invalidateRemoteMd.invokeExact(handle(), a.allocateFrom(remoteAgent)));
+        call("nixl_capi_invalidate_remote_md(" + name + ", " + remoteAgent + ")", a ->
+                (int) nixl.invalidateRemoteMd.invokeExact(handle(), a.allocateFrom(remoteAgent)));
     }
 
     /**
@@ -264,9 +269,17 @@ public final class NixlAgent implements AutoCloseable {
      * @param operation {@link Nixl#XFER_READ} (remote into local) or {@link Nixl#XFER_WRITE}
      * @param backend the backend to use, or null to let NIXL choose among those both sides share
      */
-    public NixlTransfer createTransfer(int operation, int localType, List<NixlDescriptor> local, int remoteType,
-            List<NixlDescriptor> remote, String remoteAgent, NixlBackend backend, byte[] notification) {
-        return NixlTransfer.create(this, operation, localType, local, remoteType, remote, remoteAgent, backend, notification);
+    public NixlTransfer createTransfer(
+            int operation,
+            int localType,
+            List<NixlDescriptor> local,
+            int remoteType,
+            List<NixlDescriptor> remote,
+            String remoteAgent,
+            NixlBackend backend,
+            byte[] notification) {
+        return NixlTransfer.create(
+                this, operation, localType, local, remoteType, remote, remoteAgent, backend, notification);
     }
 
     /** Sends a notification message to a remote agent whose metadata is loaded. */
@@ -274,8 +287,8 @@ public final class NixlAgent implements AutoCloseable {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocateFrom(JAVA_BYTE, message);
             long length = message.length;
-            call("nixl_capi_gen_notif(" + name + " -> " + remoteAgent + ", " + length + " bytes)",
-                    a -> (int) nixl.genNotif.invokeExact(handle(), a.allocateFrom(remoteAgent), data, length, MemorySegment.NULL));
+            call("nixl_capi_gen_notif(" + name + " -> " + remoteAgent + ", " + length + " bytes)", a -> (int)
+                    nixl.genNotif.invokeExact(handle(), a.allocateFrom(remoteAgent), data, length, MemorySegment.NULL));
         }
     }
 
@@ -287,7 +300,8 @@ public final class NixlAgent implements AutoCloseable {
             call("nixl_capi_create_notif_map", a -> (int) nixl.createNotifMap.invokeExact(mapOut));
             MemorySegment map = mapOut.get(ADDRESS, 0);
             try {
-                call("nixl_capi_get_notifs(" + name + ")", a -> (int) nixl.getNotifs.invokeExact(handle(), map, MemorySegment.NULL));
+                call("nixl_capi_get_notifs(" + name + ")", a ->
+                        (int) nixl.getNotifs.invokeExact(handle(), map, MemorySegment.NULL));
                 MemorySegment size = arena.allocate(JAVA_LONG);
                 call("nixl_capi_notif_map_size", a -> (int) nixl.notifMapSize.invokeExact(map, size));
                 MemorySegment agentName = arena.allocate(ADDRESS);
@@ -296,18 +310,20 @@ public final class NixlAgent implements AutoCloseable {
                 MemorySegment len = arena.allocate(JAVA_LONG);
                 for (long i = 0; i < size.get(JAVA_LONG, 0); i++) {
                     long index = i;
-                    call("nixl_capi_notif_map_get_agent_at(" + i + ")",
-                            a -> (int) nixl.notifMapGetAgentAt.invokeExact(map, index, agentName));
+                    call("nixl_capi_notif_map_get_agent_at(" + i + ")", a ->
+                            (int) nixl.notifMapGetAgentAt.invokeExact(map, index, agentName));
                     MemorySegment agentPtr = agentName.get(ADDRESS, 0);
                     String sender = agentPtr.reinterpret(4096).getString(0);
-                    call("nixl_capi_notif_map_get_notifs_size(" + sender + ")",
-                            a -> (int) nixl.notifMapGetNotifsSize.invokeExact(map, agentPtr, count));
+                    call("nixl_capi_notif_map_get_notifs_size(" + sender + ")", a ->
+                            (int) nixl.notifMapGetNotifsSize.invokeExact(map, agentPtr, count));
                     List<byte[]> messages = new ArrayList<>();
                     for (long n = 0; n < count.get(JAVA_LONG, 0); n++) {
                         long k = n;
-                        call("nixl_capi_notif_map_get_notif(" + sender + ", " + n + ")",
-                                a -> (int) nixl.notifMapGetNotif.invokeExact(map, agentPtr, k, data, len));
-                        messages.add(data.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE));
+                        call("nixl_capi_notif_map_get_notif(" + sender + ", " + n + ")", a ->
+                                (int) nixl.notifMapGetNotif.invokeExact(map, agentPtr, k, data, len));
+                        messages.add(data.get(ADDRESS, 0)
+                                .reinterpret(len.get(JAVA_LONG, 0))
+                                .toArray(JAVA_BYTE));
                     }
                     result.put(sender, messages);
                 }
@@ -335,12 +351,13 @@ public final class NixlAgent implements AutoCloseable {
         try {
             if (backend != null) {
                 MemorySegment b = backend.handle();
-                call("nixl_capi_opt_args_add_backend(" + backend.plugin() + ")", a -> (int) nixl.optArgsAddBackend.invokeExact(args, b));
+                call("nixl_capi_opt_args_add_backend(" + backend.plugin() + ")", a ->
+                        (int) nixl.optArgsAddBackend.invokeExact(args, b));
             }
             if (notification != null) {
                 long length = notification.length;
-                call("nixl_capi_opt_args_set_notif_msg(" + length + " bytes)",
-                        a -> (int) nixl.optArgsSetNotifMsg.invokeExact(args, a.allocateFrom(JAVA_BYTE, notification), length));
+                call("nixl_capi_opt_args_set_notif_msg(" + length + " bytes)", a -> (int)
+                        nixl.optArgsSetNotifMsg.invokeExact(args, a.allocateFrom(JAVA_BYTE, notification), length));
                 call("nixl_capi_opt_args_set_has_notif", a -> (int) nixl.optArgsSetHasNotif.invokeExact(args, true));
             }
             return args;

@@ -35,7 +35,8 @@ public final class NixlBackend implements AutoCloseable {
     public void close() {
         if (closed.compareAndSet(false, true)) {
             Nixl nixl = agent.nixl();
-            NixlAgent.call("nixl_capi_destroy_backend(" + plugin + ")", a -> (int) nixl.destroyBackend.invokeExact(handle));
+            NixlAgent.call(
+                    "nixl_capi_destroy_backend(" + plugin + ")", a -> (int) nixl.destroyBackend.invokeExact(handle));
         }
     }
 

@@ -20,7 +20,11 @@ public final class NixlRegistration implements AutoCloseable {
     private final MemorySegment dlist;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private NixlRegistration(NixlAgent agent, int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend,
+    private NixlRegistration(
+            NixlAgent agent,
+            int memoryType,
+            List<NixlDescriptor> descriptors,
+            NixlBackend backend,
             MemorySegment dlist) {
         this.agent = agent;
         this.memoryType = memoryType;
@@ -29,7 +33,8 @@ public final class NixlRegistration implements AutoCloseable {
         this.dlist = dlist;
     }
 
-    static NixlRegistration register(NixlAgent agent, int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend) {
+    static NixlRegistration register(
+            NixlAgent agent, int memoryType, List<NixlDescriptor> descriptors, NixlBackend backend) {
         if (descriptors.isEmpty()) {
             throw new IllegalArgumentException("nothing to register with " + agent);
         }
@@ -39,8 +44,10 @@ public final class NixlRegistration implements AutoCloseable {
         try {
             args = agent.optArgs(backend, null);
             MemorySegment opt = args;
-            NixlAgent.call("nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
-                    + " descriptor(s) from 0x" + Long.toHexString(descriptors.getFirst().address()) + ")",
+            NixlAgent.call(
+                    "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
+                            + " descriptor(s) from 0x"
+                            + Long.toHexString(descriptors.getFirst().address()) + ")",
                     a -> (int) nixl.registerMem.invokeExact(agent.handle(), dlist, opt));
         } catch (RuntimeException e) {
             NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
@@ -55,13 +62,17 @@ public final class NixlRegistration implements AutoCloseable {
         MemorySegment dlist;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            NixlAgent.call("nixl_capi_create_reg_dlist(" + memoryType + ")", a -> (int) nixl.createRegDlist.invokeExact(memoryType, out));
+            NixlAgent.call("nixl_capi_create_reg_dlist(" + memoryType + ")", a ->
+                    (int) nixl.createRegDlist.invokeExact(memoryType, out));
             dlist = out.get(ADDRESS, 0);
         }
         try {
             for (NixlDescriptor d : descriptors) {
-                NixlAgent.call("nixl_capi_reg_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length() + ", dev " + d.deviceId() + ")",
-                        a -> (int) nixl.regDlistAddDesc.invokeExact(dlist, d.address(), d.length(), d.deviceId(), MemorySegment.NULL, 0L));
+                NixlAgent.call(
+                        "nixl_capi_reg_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length() + ", dev "
+                                + d.deviceId() + ")",
+                        a -> (int) nixl.regDlistAddDesc.invokeExact(
+                                dlist, d.address(), d.length(), d.deviceId(), MemorySegment.NULL, 0L));
             }
             return dlist;
         } catch (RuntimeException e) {
@@ -84,7 +95,8 @@ public final class NixlRegistration implements AutoCloseable {
             Nixl nixl = agent.nixl();
             MemorySegment args = agent.optArgs(backend, null);
             try {
-                NixlAgent.call("nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                NixlAgent.call(
+                        "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
                         a -> (int) nixl.deregisterMem.invokeExact(agent.handle(), dlist, args));
             } finally {
                 agent.destroyOptArgs(args);

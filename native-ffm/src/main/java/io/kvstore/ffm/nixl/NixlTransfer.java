@@ -22,8 +22,13 @@ public final class NixlTransfer implements AutoCloseable {
     private final MemorySegment postArgs;
     private final AtomicBoolean closed = new AtomicBoolean();
 
-    private NixlTransfer(NixlAgent agent, String description, MemorySegment request, MemorySegment localList,
-            MemorySegment remoteList, MemorySegment postArgs) {
+    private NixlTransfer(
+            NixlAgent agent,
+            String description,
+            MemorySegment request,
+            MemorySegment localList,
+            MemorySegment remoteList,
+            MemorySegment postArgs) {
         this.agent = agent;
         this.description = description;
         this.request = request;
@@ -32,23 +37,33 @@ public final class NixlTransfer implements AutoCloseable {
         this.postArgs = postArgs;
     }
 
-    static NixlTransfer create(NixlAgent agent, int operation, int localType, List<NixlDescriptor> local, int remoteType,
-            List<NixlDescriptor> remote, String remoteAgent, NixlBackend backend, byte[] notification) {
+    static NixlTransfer create(
+            NixlAgent agent,
+            int operation,
+            int localType,
+            List<NixlDescriptor> local,
+            int remoteType,
+            List<NixlDescriptor> remote,
+            String remoteAgent,
+            NixlBackend backend,
+            byte[] notification) {
         if (operation != Nixl.XFER_READ && operation != Nixl.XFER_WRITE) {
-            throw new IllegalArgumentException("NIXL transfer operation must be XFER_READ (0) or XFER_WRITE (1), got " + operation);
+            throw new IllegalArgumentException(
+                    "NIXL transfer operation must be XFER_READ (0) or XFER_WRITE (1), got " + operation);
         }
         if (local.isEmpty() || local.size() != remote.size()) {
-            throw new IllegalArgumentException("a NIXL transfer needs as many local as remote descriptors (and at least one), got "
-                    + local.size() + " and " + remote.size());
+            throw new IllegalArgumentException(
+                    "a NIXL transfer needs as many local as remote descriptors (and at least one), got " + local.size()
+                            + " and " + remote.size());
         }
         for (int i = 0; i < local.size(); i++) {
             if (local.get(i).length() != remote.get(i).length()) {
-                throw new IllegalArgumentException("descriptor " + i + " differs in length: local " + local.get(i).length()
-                        + ", remote " + remote.get(i).length());
+                throw new IllegalArgumentException("descriptor " + i + " differs in length: local "
+                        + local.get(i).length() + ", remote " + remote.get(i).length());
             }
         }
-        String description = (operation == Nixl.XFER_READ ? "READ" : "WRITE") + " of " + local.size() + " descriptor(s) "
-                + agent.name() + " <-> " + remoteAgent;
+        String description = (operation == Nixl.XFER_READ ? "READ" : "WRITE") + " of " + local.size()
+                + " descriptor(s) " + agent.name() + " <-> " + remoteAgent;
         Nixl nixl = agent.nixl();
         MemorySegment localList = newXferList(nixl, localType, local);
         MemorySegment remoteList = MemorySegment.NULL;
@@ -62,8 +77,9 @@ public final class NixlTransfer implements AutoCloseable {
             MemorySegment ca = createArgs;
             try (Arena arena = Arena.ofConfined()) {
                 MemorySegment out = arena.allocate(ADDRESS);
-                NixlAgent.call("nixl_capi_create_xfer_req(" + description + ")", a -> (int) nixl.createXferReq.invokeExact(
-                        agent.handle(), operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
+                NixlAgent.call(
+                        "nixl_capi_create_xfer_req(" + description + ")", a -> (int) nixl.createXferReq.invokeExact(
+                                agent.handle(), operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
                 return new NixlTransfer(agent, description, out.get(ADDRESS, 0), localList, remoteList, postArgs);
             }
         } catch (RuntimeException e) {
@@ -80,12 +96,15 @@ public final class NixlTransfer implements AutoCloseable {
         MemorySegment dlist;
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            NixlAgent.call("nixl_capi_create_xfer_dlist(" + type + ")", a -> (int) nixl.createXferDlist.invokeExact(type, out));
+            NixlAgent.call("nixl_capi_create_xfer_dlist(" + type + ")", a ->
+                    (int) nixl.createXferDlist.invokeExact(type, out));
             dlist = out.get(ADDRESS, 0);
         }
         try {
             for (NixlDescriptor d : descriptors) {
-                NixlAgent.call("nixl_capi_xfer_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length() + ", dev " + d.deviceId() + ")",
+                NixlAgent.call(
+                        "nixl_capi_xfer_dlist_add_desc(0x" + Long.toHexString(d.address()) + ", " + d.length()
+                                + ", dev " + d.deviceId() + ")",
                         a -> (int) nixl.xferDlistAddDesc.invokeExact(dlist, d.address(), d.length(), d.deviceId()));
             }
             return dlist;
@@ -151,8 +170,8 @@ public final class NixlTransfer implements AutoCloseable {
         if (closed.compareAndSet(false, true)) {
             Nixl nixl = agent.nixl();
             try {
-                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")",
-                        a -> (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
+                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
+                        (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
                 NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
             } finally {
                 destroyList(nixl, localList);

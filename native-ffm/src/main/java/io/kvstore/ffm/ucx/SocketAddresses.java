@@ -13,15 +13,16 @@ final class SocketAddresses {
 
     /** sizeof(struct sockaddr_in). */
     static final int SOCKADDR_IN_BYTES = 16;
+
     private static final short AF_INET = 2;
 
-    private SocketAddresses() {
-    }
+    private SocketAddresses() {}
 
     /** {@code sin_family}, {@code sin_port} (network order), {@code sin_addr}, zero padding. */
     static MemorySegment sockaddrIn(InetSocketAddress address, Arena arena) {
         if (address.isUnresolved() || !(address.getAddress() instanceof Inet4Address v4)) {
-            throw new IllegalArgumentException("UCX listener and client addresses must be resolved IPv4, got " + address);
+            throw new IllegalArgumentException(
+                    "UCX listener and client addresses must be resolved IPv4, got " + address);
         }
         MemorySegment s = arena.allocate(SOCKADDR_IN_BYTES, 8);
         s.set(JAVA_SHORT, 0, AF_INET);

@@ -110,7 +110,12 @@ public final class Ucp {
      */
     @FunctionalInterface
     public interface AmHandler {
-        int received(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data, long length,
+        int received(
+                MemorySegment arg,
+                MemorySegment header,
+                long headerLength,
+                MemorySegment data,
+                long length,
                 MemorySegment param);
     }
 
@@ -122,13 +127,12 @@ public final class Ucp {
 
     static final FunctionDescriptor SEND_CB = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, ADDRESS);
     static final FunctionDescriptor RECV_DATA_CB = FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_LONG, ADDRESS);
-    static final FunctionDescriptor AM_CB = FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS,
-            JAVA_LONG, ADDRESS);
+    static final FunctionDescriptor AM_CB =
+            FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS);
     static final FunctionDescriptor ERR_CB = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS, JAVA_INT);
     static final FunctionDescriptor CONN_CB = FunctionDescriptor.ofVoid(ADDRESS, ADDRESS);
 
-    private Ucp() {
-    }
+    private Ucp() {}
 
     /** Whether libucp loaded and every symbol resolved, with its version, or why not. */
     public static Availability availability() {
@@ -182,11 +186,12 @@ public final class Ucp {
         return upcall(handler, "failed", ErrorHandler.class, ERR_CB, arena);
     }
 
-    private static MemorySegment upcall(Object target, String method, Class<?> type, FunctionDescriptor descriptor,
-            Arena arena) {
+    private static MemorySegment upcall(
+            Object target, String method, Class<?> type, FunctionDescriptor descriptor, Arena arena) {
         try {
             MethodType mt = descriptor.toMethodType();
-            MethodHandle mh = MethodHandles.publicLookup().findVirtual(type, method, mt).bindTo(target);
+            MethodHandle mh =
+                    MethodHandles.publicLookup().findVirtual(type, method, mt).bindTo(target);
             return NativeLibrary.linker().upcallStub(mh, descriptor, arena);
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("cannot bind UCX callback " + type.getSimpleName(), e);
@@ -225,22 +230,27 @@ public final class Ucp {
     static final class Handles {
         final String version;
         final MethodHandle statusString = fn("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
-        final MethodHandle configRead = fn("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle configModify = fn("ucp_config_modify", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle configRead =
+                fn("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle configModify =
+                fn("ucp_config_modify", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle configRelease = fn("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle initVersion = fn("ucp_init_version",
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle initVersion =
+                fn("ucp_init_version", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle cleanup = fn("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle workerCreate = fn("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle workerCreate =
+                fn("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle workerDestroy = fn("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle workerGetAddress = fn("ucp_worker_get_address",
-                FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle workerReleaseAddress = fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+        final MethodHandle workerGetAddress =
+                fn("ucp_worker_get_address", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle workerReleaseAddress =
+                fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         final MethodHandle workerProgress = fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         final MethodHandle workerGetEfd = fn("ucp_worker_get_efd", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         final MethodHandle workerArm = fn("ucp_worker_arm", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         final MethodHandle workerSignal = fn("ucp_worker_signal", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle setAmHandler = fn("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+        final MethodHandle setAmHandler =
+                fn("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         final MethodHandle epCreate = fn("ucp_ep_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle epCloseNbx = fn("ucp_ep_close_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle epPrintInfo = fn("ucp_ep_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
@@ -248,24 +258,31 @@ public final class Ucp {
         final MethodHandle memMap = fn("ucp_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle memQuery = fn("ucp_mem_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         final MethodHandle memUnmap = fn("ucp_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle rkeyPack = fn("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle rkeyPack =
+                fn("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle rkeyBufferRelease = fn("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle rkeyUnpack = fn("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle rkeyUnpack =
+                fn("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle rkeyDestroy = fn("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle putNbx = fn("ucp_put_nbx",
+        final MethodHandle putNbx = fn(
+                "ucp_put_nbx",
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        final MethodHandle getNbx = fn("ucp_get_nbx",
+        final MethodHandle getNbx = fn(
+                "ucp_get_nbx",
                 FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        final MethodHandle amSendNbx = fn("ucp_am_send_nbx",
+        final MethodHandle amSendNbx = fn(
+                "ucp_am_send_nbx",
                 FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
-        final MethodHandle amRecvDataNbx = fn("ucp_am_recv_data_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+        final MethodHandle amRecvDataNbx = fn(
+                "ucp_am_recv_data_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
         final MethodHandle amDataRelease = fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        final MethodHandle requestCheckStatus = fn("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+        final MethodHandle requestCheckStatus =
+                fn("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
         final MethodHandle requestFree = fn("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
         final MethodHandle requestCancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
         final MethodHandle getVersion = fn("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
-        final MethodHandle listenerCreate = fn("ucp_listener_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+        final MethodHandle listenerCreate =
+                fn("ucp_listener_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
         final MethodHandle listenerQuery = fn("ucp_listener_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
         final MethodHandle listenerDestroy = fn("ucp_listener_destroy", FunctionDescriptor.ofVoid(ADDRESS));
 
@@ -323,10 +340,14 @@ public final class Ucp {
             Handles handles = null;
             Availability availability;
             try {
-                List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(System.getProperty("kvstore.ucx.lib.dir"),
-                        System.getenv("KVSTORE_UCX_LIB_DIR")));
-                dirs.addAll(List.of(Path.of("/usr/lib/x86_64-linux-gnu"), Path.of("/usr/lib/aarch64-linux-gnu"),
-                        Path.of("/usr/lib64"), Path.of("/usr/local/ucx/lib"), Path.of("/opt/ucx/lib")));
+                List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(
+                        System.getProperty("kvstore.ucx.lib.dir"), System.getenv("KVSTORE_UCX_LIB_DIR")));
+                dirs.addAll(List.of(
+                        Path.of("/usr/lib/x86_64-linux-gnu"),
+                        Path.of("/usr/lib/aarch64-linux-gnu"),
+                        Path.of("/usr/lib64"),
+                        Path.of("/usr/local/ucx/lib"),
+                        Path.of("/opt/ucx/lib")));
                 keepJvmSignalHandlers();
                 current = NativeLibrary.load("libucp", dirs, List.of("libucp.so.0", "libucp.so"));
                 handles = new Handles();

@@ -36,16 +36,16 @@ public final class UcpContext implements AutoCloseable {
             MemorySegment config = configOut.get(ADDRESS, 0);
             try {
                 for (Map.Entry<String, String> e : overrides.entrySet()) {
-                    int st = (int) h.configModify.invokeExact(config, arena.allocateFrom(e.getKey()),
-                            arena.allocateFrom(e.getValue()));
+                    int st = (int) h.configModify.invokeExact(
+                            config, arena.allocateFrom(e.getKey()), arena.allocateFrom(e.getValue()));
                     check("ucp_config_modify(" + e.getKey() + "=" + e.getValue() + ")", st);
                 }
                 MemorySegment params = arena.allocate(UcpStructs.PARAMS);
                 params.set(JAVA_LONG, UcpStructs.offset(UcpStructs.PARAMS, "field_mask"), 1L /* FEATURES */);
                 params.set(JAVA_LONG, UcpStructs.offset(UcpStructs.PARAMS, "features"), features);
                 MemorySegment out = arena.allocate(ADDRESS);
-                check("ucp_init(features=0x" + Long.toHexString(features) + ")",
-                        (int) h.initVersion.invokeExact(1, 13, params, config, out));
+                check("ucp_init(features=0x" + Long.toHexString(features) + ")", (int)
+                        h.initVersion.invokeExact(1, 13, params, config, out));
                 return new UcpContext(out.get(ADDRESS, 0));
             } finally {
                 h.configRelease.invokeExact(config);
@@ -64,7 +64,9 @@ public final class UcpContext implements AutoCloseable {
             params.set(ADDRESS, UcpStructs.offset(UcpStructs.MEM_MAP_PARAMS, "address"), segment);
             params.set(JAVA_LONG, UcpStructs.offset(UcpStructs.MEM_MAP_PARAMS, "length"), segment.byteSize());
             MemorySegment out = arena.allocate(ADDRESS);
-            check("ucp_mem_map(address=0x" + Long.toHexString(segment.address()) + ", length=" + segment.byteSize() + ")",
+            check(
+                    "ucp_mem_map(address=0x" + Long.toHexString(segment.address()) + ", length=" + segment.byteSize()
+                            + ")",
                     (int) h.memMap.invokeExact(handle(), params, out));
             return packed(out.get(ADDRESS, 0), segment);
         } catch (Throwable t) {

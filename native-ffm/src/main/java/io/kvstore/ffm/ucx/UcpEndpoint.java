@@ -26,22 +26,36 @@ public final class UcpEndpoint {
     }
 
     /** {@code ucp_put_nbx} of all of {@code local} to {@code remoteAddress}. */
-    public MemorySegment put(MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub,
-            long userData) {
+    public MemorySegment put(
+            MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub, long userData) {
         try {
-            return (MemorySegment) Ucp.h().putNbx.invokeExact(handle, local, local.byteSize(), remoteAddress,
-                    key.handle(), worker.requestParam(0, callbackStub, userData));
+            return (MemorySegment) Ucp.h()
+                    .putNbx
+                    .invokeExact(
+                            handle,
+                            local,
+                            local.byteSize(),
+                            remoteAddress,
+                            key.handle(),
+                            worker.requestParam(0, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
     }
 
     /** {@code ucp_get_nbx} of {@code local.byteSize()} bytes from {@code remoteAddress} into {@code local}. */
-    public MemorySegment get(MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub,
-            long userData) {
+    public MemorySegment get(
+            MemorySegment local, long remoteAddress, UcpRemoteKey key, MemorySegment callbackStub, long userData) {
         try {
-            return (MemorySegment) Ucp.h().getNbx.invokeExact(handle, local, local.byteSize(), remoteAddress,
-                    key.handle(), worker.requestParam(0, callbackStub, userData));
+            return (MemorySegment) Ucp.h()
+                    .getNbx
+                    .invokeExact(
+                            handle,
+                            local,
+                            local.byteSize(),
+                            remoteAddress,
+                            key.handle(),
+                            worker.requestParam(0, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -51,11 +65,19 @@ public final class UcpEndpoint {
      * {@code ucp_am_send_nbx}. The header and data must stay valid until the request completes
      * (UCX 1.13 does not copy the header of a pending send).
      */
-    public MemorySegment amSend(int id, MemorySegment header, MemorySegment data, int flags,
-            MemorySegment callbackStub, long userData) {
+    public MemorySegment amSend(
+            int id, MemorySegment header, MemorySegment data, int flags, MemorySegment callbackStub, long userData) {
         try {
-            return (MemorySegment) Ucp.h().amSendNbx.invokeExact(handle, id, header, header.byteSize(), data,
-                    data.byteSize(), worker.requestParam(flags, callbackStub, userData));
+            return (MemorySegment) Ucp.h()
+                    .amSendNbx
+                    .invokeExact(
+                            handle,
+                            id,
+                            header,
+                            header.byteSize(),
+                            data,
+                            data.byteSize(),
+                            worker.requestParam(flags, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -64,7 +86,8 @@ public final class UcpEndpoint {
     /** {@code ucp_ep_flush_nbx}: completes when every operation posted so far is remotely complete. */
     public MemorySegment flush(MemorySegment callbackStub, long userData) {
         try {
-            return (MemorySegment) Ucp.h().epFlushNbx.invokeExact(handle, worker.requestParam(0, callbackStub, userData));
+            return (MemorySegment)
+                    Ucp.h().epFlushNbx.invokeExact(handle, worker.requestParam(0, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -74,8 +97,8 @@ public final class UcpEndpoint {
     public UcpRemoteKey unpack(byte[] packedRkey) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_ep_rkey_unpack(" + packedRkey.length + " bytes)",
-                    (int) Ucp.h().rkeyUnpack.invokeExact(handle, a.allocateFrom(JAVA_BYTE, packedRkey), out));
+            UcpContext.check("ucp_ep_rkey_unpack(" + packedRkey.length + " bytes)", (int)
+                    Ucp.h().rkeyUnpack.invokeExact(handle, a.allocateFrom(JAVA_BYTE, packedRkey), out));
             return new UcpRemoteKey(out.get(ADDRESS, 0));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -115,8 +138,10 @@ public final class UcpEndpoint {
             throw new IllegalStateException("a borrowed endpoint belongs to UCX and is not closed by the user");
         }
         try {
-            return (MemorySegment) Ucp.h().epCloseNbx.invokeExact(handle,
-                    worker.requestParam(force ? Ucp.EP_CLOSE_FLAG_FORCE : 0, callbackStub, userData));
+            return (MemorySegment) Ucp.h()
+                    .epCloseNbx
+                    .invokeExact(
+                            handle, worker.requestParam(force ? Ucp.EP_CLOSE_FLAG_FORCE : 0, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }

@@ -43,8 +43,8 @@ public final class UcpMemory implements AutoCloseable {
         }
         closed = true;
         try {
-            UcpContext.check("ucp_mem_unmap(address=0x" + Long.toHexString(segment.address()) + ")",
-                    (int) Ucp.h().memUnmap.invokeExact(context.handle(), memh));
+            UcpContext.check("ucp_mem_unmap(address=0x" + Long.toHexString(segment.address()) + ")", (int)
+                    Ucp.h().memUnmap.invokeExact(context.handle(), memh));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }

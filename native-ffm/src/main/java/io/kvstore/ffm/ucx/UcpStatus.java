@@ -28,8 +28,7 @@ public final class UcpStatus {
     /** Statuses below this are errors encoded in a status pointer (UCS_ERR_LAST = -100). */
     private static final long ERR_LAST = -100;
 
-    private UcpStatus() {
-    }
+    private UcpStatus() {}
 
     /** Whether a {@code ucs_status_ptr_t} is an error code rather than NULL or a request. */
     public static boolean isError(MemorySegment statusPtr) {

@@ -122,17 +122,16 @@ public final class UcpStructs {
             ADDRESS.withName("arg"));
 
     /** {@code ucp_am_recv_param_t} (16 bytes), passed to active-message handlers. */
-    public static final StructLayout AM_RECV_PARAM = MemoryLayout.structLayout(
-            JAVA_LONG.withName("recv_attr"),
-            ADDRESS.withName("reply_ep"));
+    public static final StructLayout AM_RECV_PARAM =
+            MemoryLayout.structLayout(JAVA_LONG.withName("recv_attr"), ADDRESS.withName("reply_ep"));
 
     /** {@code struct pollfd} (8 bytes), for waiting on the worker's event descriptor. */
     public static final StructLayout POLLFD = MemoryLayout.structLayout(
             JAVA_INT.withName("fd"),
-            MemoryLayout.sequenceLayout(2, java.lang.foreign.ValueLayout.JAVA_SHORT).withName("events_revents"));
+            MemoryLayout.sequenceLayout(2, java.lang.foreign.ValueLayout.JAVA_SHORT)
+                    .withName("events_revents"));
 
-    private UcpStructs() {
-    }
+    private UcpStructs() {}
 
     /** Byte offset of a named field, for writers and for the layout test. */
     public static long offset(StructLayout layout, String field) {

@@ -121,8 +121,8 @@ public final class UcpWorker implements AutoCloseable {
             p.set(JAVA_INT, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "flags"), Ucp.AM_FLAG_WHOLE_MSG);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "cb"), handlerStub);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.AM_HANDLER_PARAM, "arg"), arg);
-            UcpContext.check("ucp_worker_set_am_recv_handler(id=" + id + ")",
-                    (int) Ucp.h().setAmHandler.invokeExact(handle(), p));
+            UcpContext.check("ucp_worker_set_am_recv_handler(id=" + id + ")", (int)
+                    Ucp.h().setAmHandler.invokeExact(handle(), p));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -148,8 +148,8 @@ public final class UcpWorker implements AutoCloseable {
      * A {@code ucp_ep_params_t} in {@code a} with {@code fields} (the way to reach the peer) plus the error
      * handling mode, and the error handler when {@code errorStub} is not NULL.
      */
-    private static MemorySegment endpointParams(Arena a, long fields, int errMode, MemorySegment errorStub,
-            MemorySegment errorArg) {
+    private static MemorySegment endpointParams(
+            Arena a, long fields, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
         MemorySegment p = a.allocate(UcpStructs.EP_PARAMS);
         long mask = fields | 0b10L; // ERR_HANDLING_MODE
         if (errorStub.address() != 0) {
@@ -166,7 +166,8 @@ public final class UcpWorker implements AutoCloseable {
     private UcpEndpoint createEndpoint(Arena a, MemorySegment params, String what) {
         try {
             MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_ep_create(" + what + ")", (int) Ucp.h().epCreate.invokeExact(handle(), params, out));
+            UcpContext.check(
+                    "ucp_ep_create(" + what + ")", (int) Ucp.h().epCreate.invokeExact(handle(), params, out));
             return new UcpEndpoint(this, out.get(ADDRESS, 0), true);
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -182,12 +183,19 @@ public final class UcpWorker implements AutoCloseable {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment p = a.allocate(UcpStructs.LISTENER_PARAMS);
             p.set(JAVA_LONG, 0, 0b101L); // SOCK_ADDR | CONN_HANDLER
-            p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addr"), SocketAddresses.sockaddrIn(address, a));
-            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addrlen"), SocketAddresses.SOCKADDR_IN_BYTES);
+            p.set(
+                    ADDRESS,
+                    UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addr"),
+                    SocketAddresses.sockaddrIn(address, a));
+            p.set(
+                    JAVA_INT,
+                    UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "sockaddr_addrlen"),
+                    SocketAddresses.SOCKADDR_IN_BYTES);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "conn_handler_cb"), connHandlerStub);
             p.set(ADDRESS, UcpStructs.offset(UcpStructs.LISTENER_PARAMS, "conn_handler_arg"), arg);
             MemorySegment out = a.allocate(ADDRESS);
-            UcpContext.check("ucp_listener_create(" + address + ")", (int) Ucp.h().listenerCreate.invokeExact(handle(), p, out));
+            UcpContext.check("ucp_listener_create(" + address + ")", (int)
+                    Ucp.h().listenerCreate.invokeExact(handle(), p, out));
             return new UcpListener(out.get(ADDRESS, 0));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -204,13 +212,20 @@ public final class UcpWorker implements AutoCloseable {
     }
 
     /** {@code ucp_ep_create} to a listener at {@code address} (client side of client-server wire-up). */
-    public UcpEndpoint connect(java.net.InetSocketAddress address, int errMode, MemorySegment errorStub,
-            MemorySegment errorArg) {
+    public UcpEndpoint connect(
+            java.net.InetSocketAddress address, int errMode, MemorySegment errorStub, MemorySegment errorArg) {
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment p = endpointParams(a, (1L << 4) | (1L << 5) /* SOCK_ADDR | FLAGS */, errMode, errorStub, errorArg);
+            MemorySegment p =
+                    endpointParams(a, (1L << 4) | (1L << 5) /* SOCK_ADDR | FLAGS */, errMode, errorStub, errorArg);
             p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "flags"), Ucp.EP_PARAMS_FLAGS_CLIENT_SERVER);
-            p.set(ADDRESS, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addr"), SocketAddresses.sockaddrIn(address, a));
-            p.set(JAVA_INT, UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addrlen"), SocketAddresses.SOCKADDR_IN_BYTES);
+            p.set(
+                    ADDRESS,
+                    UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addr"),
+                    SocketAddresses.sockaddrIn(address, a));
+            p.set(
+                    JAVA_INT,
+                    UcpStructs.offset(UcpStructs.EP_PARAMS, "sockaddr_addrlen"),
+                    SocketAddresses.SOCKADDR_IN_BYTES);
             return createEndpoint(a, p, address + ", client-server");
         }
     }
@@ -225,11 +240,13 @@ public final class UcpWorker implements AutoCloseable {
      *
      * @return a {@code ucs_status_ptr_t}: NULL when done at once, an error, or a request
      */
-    public MemorySegment amRecvData(MemorySegment dataDesc, MemorySegment target, MemorySegment callbackStub,
-            long userData) {
+    public MemorySegment amRecvData(
+            MemorySegment dataDesc, MemorySegment target, MemorySegment callbackStub, long userData) {
         try {
-            return (MemorySegment) Ucp.h().amRecvDataNbx.invokeExact(handle(), dataDesc, target, target.byteSize(),
-                    requestParam(0, callbackStub, userData));
+            return (MemorySegment) Ucp.h()
+                    .amRecvDataNbx
+                    .invokeExact(
+                            handle(), dataDesc, target, target.byteSize(), requestParam(0, callbackStub, userData));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }

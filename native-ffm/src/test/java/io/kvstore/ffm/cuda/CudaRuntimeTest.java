@@ -46,21 +46,31 @@ class CudaRuntimeTest {
         var availability = CudaRuntime.availability();
         assertThat(availability.detail()).isNotBlank();
         if (availability.available()) {
-            assertThat(availability.detail()).contains("libcudart at").contains("runtime").contains("device(s)");
+            assertThat(availability.detail())
+                    .contains("libcudart at")
+                    .contains("runtime")
+                    .contains("device(s)");
             return;
         }
         if (availability.detail().contains("not found")) {
             for (var dir : CudaRuntime.searchDirs()) {
-                assertThat(availability.detail()).contains(dir.resolve("libcudart.so").toString());
+                assertThat(availability.detail())
+                        .contains(dir.resolve("libcudart.so").toString());
             }
-            assertThat(availability.detail()).contains("/usr/local/cuda/lib64/libcudart.so")
+            assertThat(availability.detail())
+                    .contains("/usr/local/cuda/lib64/libcudart.so")
                     .contains("libcudart.so.12 (system loader paths)");
         } else {
             // found, but unusable: the message names the library it loaded and the failing call or symbol
-            assertThat(availability.detail()).contains("libcudart")
-                    .containsAnyOf("lacks symbol", "loaded, but cudaGetDeviceCount() failed: cudaError", "could not be loaded");
+            assertThat(availability.detail())
+                    .contains("libcudart")
+                    .containsAnyOf(
+                            "lacks symbol",
+                            "loaded, but cudaGetDeviceCount() failed: cudaError",
+                            "could not be loaded");
         }
-        assertThatThrownBy(CudaRuntime::get).isInstanceOf(LibraryUnavailableException.class)
+        assertThatThrownBy(CudaRuntime::get)
+                .isInstanceOf(LibraryUnavailableException.class)
                 .hasMessage(availability.detail());
     }
 
@@ -147,11 +157,13 @@ class CudaRuntimeTest {
     void failedCallNamesTheCallAndTheCudaError() {
         assumeGpu();
         CudaRuntime cuda = CudaRuntime.get();
-        assertThatThrownBy(() -> cuda.malloc(Long.MAX_VALUE / 2)).isInstanceOf(CudaException.class)
+        assertThatThrownBy(() -> cuda.malloc(Long.MAX_VALUE / 2))
+                .isInstanceOf(CudaException.class)
                 .hasMessageContaining("cudaMalloc(" + Long.MAX_VALUE / 2 + ")")
                 .hasMessageContaining("cudaErrorMemoryAllocation")
                 .satisfies(e -> assertThat(((CudaException) e).status()).isEqualTo(2));
-        assertThatThrownBy(() -> cuda.setDevice(cuda.deviceCount() + 5)).isInstanceOf(CudaException.class)
+        assertThatThrownBy(() -> cuda.setDevice(cuda.deviceCount() + 5))
+                .isInstanceOf(CudaException.class)
                 .hasMessageContaining("cudaErrorInvalidDevice");
         assertThat(cuda.errorName(1)).isEqualTo("cudaErrorInvalidValue");
     }

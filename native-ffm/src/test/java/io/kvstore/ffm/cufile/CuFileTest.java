@@ -41,14 +41,19 @@ class CuFileTest {
         }
         if (availability.detail().contains("not found")) {
             for (Path dir : CuFile.searchDirs()) {
-                assertThat(availability.detail()).contains(dir.resolve("libcufile.so").toString())
+                assertThat(availability.detail())
+                        .contains(dir.resolve("libcufile.so").toString())
                         .contains(dir.resolve("libcufile.so.0").toString());
             }
             assertThat(availability.detail()).contains("libcufile.so.0 (system loader paths)");
         } else {
-            assertThat(availability.detail()).contains("libcufile").containsAnyOf("lacks symbol", "could not be loaded");
+            assertThat(availability.detail())
+                    .contains("libcufile")
+                    .containsAnyOf("lacks symbol", "could not be loaded");
         }
-        assertThatThrownBy(CuFile::get).isInstanceOf(LibraryUnavailableException.class).hasMessage(availability.detail());
+        assertThatThrownBy(CuFile::get)
+                .isInstanceOf(LibraryUnavailableException.class)
+                .hasMessage(availability.detail());
     }
 
     @Test
@@ -60,7 +65,8 @@ class CuFileTest {
         assertThat(CuFile.ERROR.byteSize()).isEqualTo(8);
         assertThat(CuFile.IO_PARAMS.byteSize()).isEqualTo(64);
         assertThat(CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("fh"))).isEqualTo(40);
-        assertThat(CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("cookie"))).isEqualTo(56);
+        assertThat(CuFile.IO_PARAMS.byteOffset(PathElement.groupElement("cookie")))
+                .isEqualTo(56);
         assertThat(CuFile.IO_EVENTS.byteSize()).isEqualTo(24);
         assertThat(CuFileStatus.name(-5001)).isEqualTo("CU_FILE_DRIVER_NOT_INITIALIZED");
         assertThat(CuFileStatus.name(5011)).isEqualTo("CU_FILE_CUDA_DRIVER_ERROR");
@@ -84,7 +90,8 @@ class CuFileTest {
         try {
             return LibC.open(file.toString(), LibC.O_RDWR | LibC.O_CREAT | LibC.O_DIRECT | LibC.O_CLOEXEC, 0600);
         } catch (PosixException e) {
-            assumeTrue(false, () -> "skipped: " + file.getParent() + " does not take O_DIRECT files: " + e.getMessage());
+            assumeTrue(
+                    false, () -> "skipped: " + file.getParent() + " does not take O_DIRECT files: " + e.getMessage());
             throw e;
         }
     }
@@ -114,7 +121,8 @@ class CuFileTest {
         Path file = gdsDir().resolve("blocks.bin");
         int fd = openDirect(file);
         MemorySegment device = cuda.malloc(BYTES);
-        try (Arena arena = Arena.ofConfined(); CuFileHandle handle = cufile.register(fd, file.toString())) {
+        try (Arena arena = Arena.ofConfined();
+                CuFileHandle handle = cufile.register(fd, file.toString())) {
             MemorySegment host = arena.allocate(BYTES, 4096);
             MemorySegment back = arena.allocate(BYTES, 4096);
             fill(host, 99);
@@ -149,7 +157,8 @@ class CuFileTest {
         int blocks = 8;
         long block = BYTES / blocks;
         MemorySegment device = cuda.malloc(BYTES);
-        try (Arena arena = Arena.ofConfined(); CuFileHandle handle = cufile.register(fd, file.toString());
+        try (Arena arena = Arena.ofConfined();
+                CuFileHandle handle = cufile.register(fd, file.toString());
                 CuFileBatch batch = cufile.batch(blocks)) {
             MemorySegment host = arena.allocate(BYTES, 4096);
             MemorySegment back = arena.allocate(BYTES, 4096);
@@ -180,7 +189,8 @@ class CuFileTest {
         CuFile cufile = CuFile.get();
         MemorySegment device = CudaRuntime.get().malloc(4096);
         try {
-            assertThatThrownBy(() -> cufile.read(null, device, 8192, 0, 0)).isInstanceOf(IllegalArgumentException.class)
+            assertThatThrownBy(() -> cufile.read(null, device, 8192, 0, 0))
+                    .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("does not fit the 4096-byte buffer");
         } finally {
             CudaRuntime.get().free(device);

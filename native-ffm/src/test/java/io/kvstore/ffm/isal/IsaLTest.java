@@ -33,7 +33,8 @@ class IsaLTest {
                     MemorySegment slice = buffer.asSlice(offset, length);
                     CRC32C jdk = new CRC32C();
                     jdk.update(bytes, offset, length);
-                    assertThat(IsaL.crc32c(slice)).as("length %d at offset %d (seed %d)", length, offset, seed)
+                    assertThat(IsaL.crc32c(slice))
+                            .as("length %d at offset %d (seed %d)", length, offset, seed)
                             .isEqualTo((int) jdk.getValue());
                 }
             }
@@ -43,6 +44,7 @@ class IsaLTest {
     @Test
     void heapMemoryIsRefusedNotMisread() {
         assertThatThrownBy(() -> IsaL.crc32c(MemorySegment.ofArray(new byte[16])))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("heap");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("heap");
     }
 }

@@ -68,7 +68,8 @@ class LibCTest {
 
     @Test
     void closingABadDescriptorReportsEbadf() {
-        assertThatThrownBy(() -> LibC.close(987654)).isInstanceOf(PosixException.class)
+        assertThatThrownBy(() -> LibC.close(987654))
+                .isInstanceOf(PosixException.class)
                 .hasMessageContaining("Bad file descriptor");
     }
 

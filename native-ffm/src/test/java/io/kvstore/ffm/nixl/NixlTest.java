@@ -36,24 +36,35 @@ class NixlTest {
         }
         if (availability.detail().contains("not found")) {
             for (Path dir : Nixl.searchDirs()) {
-                assertThat(availability.detail()).contains(dir.resolve("libnixl_capi.so").toString());
+                assertThat(availability.detail())
+                        .contains(dir.resolve("libnixl_capi.so").toString());
             }
-            assertThat(availability.detail()).contains("/usr/local/nixl/lib/").contains("/opt/nvidia/nvda_nixl/")
-                    .contains("libnixl_capi.so (system loader paths)").contains("NIXL_LIB_DIR");
+            assertThat(availability.detail())
+                    .contains("/usr/local/nixl/lib/")
+                    .contains("/opt/nvidia/nvda_nixl/")
+                    .contains("libnixl_capi.so (system loader paths)")
+                    .contains("NIXL_LIB_DIR");
         } else {
-            assertThat(availability.detail()).contains("libnixl_capi")
+            assertThat(availability.detail())
+                    .contains("libnixl_capi")
                     .containsAnyOf("lacks symbol", "could not be loaded", "stub build");
         }
-        assertThatThrownBy(Nixl::get).isInstanceOf(LibraryUnavailableException.class).hasMessage(availability.detail());
+        assertThatThrownBy(Nixl::get)
+                .isInstanceOf(LibraryUnavailableException.class)
+                .hasMessage(availability.detail());
     }
 
     @Test
     void agentConfigLayoutMatchesWrapperHeader() {
         assertThat(Nixl.AGENT_CONFIG.byteSize()).isEqualTo(40);
-        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("listen_port"))).isEqualTo(4);
-        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("thread_sync"))).isEqualTo(8);
-        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("pthr_delay_us"))).isEqualTo(16);
-        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("capture_telemetry"))).isEqualTo(32);
+        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("listen_port")))
+                .isEqualTo(4);
+        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("thread_sync")))
+                .isEqualTo(8);
+        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("pthr_delay_us")))
+                .isEqualTo(16);
+        assertThat(Nixl.AGENT_CONFIG.byteOffset(PathElement.groupElement("capture_telemetry")))
+                .isEqualTo(32);
         assertThat(NixlException.statusName(-6)).isEqualTo("NIXL_CAPI_ERROR_NOT_FOUND");
         assertThat(new NixlException("nixl_capi_post_xfer_req(x)", -2))
                 .hasMessage("nixl_capi_post_xfer_req(x) failed: NIXL_CAPI_ERROR_BACKEND (-2)");
@@ -63,8 +74,10 @@ class NixlTest {
         assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
         try (NixlAgent probe = Nixl.get().createAgent("kvstore-probe", new NixlAgent.Config(false, 0))) {
             List<String> plugins = probe.availablePlugins();
-            assumeTrue(plugins.contains("UCX"), () -> "skipped: NIXL has no UCX plugin; found " + plugins
-                    + " in " + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));
+            assumeTrue(
+                    plugins.contains("UCX"),
+                    () -> "skipped: NIXL has no UCX plugin; found " + plugins + " in "
+                            + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));
         }
     }
 
@@ -88,7 +101,9 @@ class NixlTest {
         long deadline = System.nanoTime() + 60_000_000_000L;
         boolean done = transfer.post();
         while (!done) {
-            assertThat(System.nanoTime()).as("transfer finished within 60 s: " + transfer).isLessThan(deadline);
+            assertThat(System.nanoTime())
+                    .as("transfer finished within 60 s: " + transfer)
+                    .isLessThan(deadline);
             Thread.onSpinWait();
             done = transfer.isDone();
         }
@@ -120,14 +135,28 @@ class NixlTest {
                 assertThat(target.loadRemoteMetadata(initiator.localMetadata())).isEqualTo("kvstore-initiator");
 
                 byte[] note = "blocks 0..4095 written".getBytes(StandardCharsets.UTF_8);
-                try (NixlTransfer write = initiator.createTransfer(Nixl.XFER_WRITE, Nixl.DRAM_SEG, List.of(src),
-                        Nixl.DRAM_SEG, List.of(rem), targetName, ib, note)) {
+                try (NixlTransfer write = initiator.createTransfer(
+                        Nixl.XFER_WRITE,
+                        Nixl.DRAM_SEG,
+                        List.of(src),
+                        Nixl.DRAM_SEG,
+                        List.of(rem),
+                        targetName,
+                        ib,
+                        note)) {
                     await(write);
                 }
                 assertThat(crc(remote)).isEqualTo(crc(source));
 
-                try (NixlTransfer read = initiator.createTransfer(Nixl.XFER_READ, Nixl.DRAM_SEG, List.of(dst),
-                        Nixl.DRAM_SEG, List.of(rem), targetName, null, null)) {
+                try (NixlTransfer read = initiator.createTransfer(
+                        Nixl.XFER_READ,
+                        Nixl.DRAM_SEG,
+                        List.of(dst),
+                        Nixl.DRAM_SEG,
+                        List.of(rem),
+                        targetName,
+                        null,
+                        null)) {
                     await(read);
                 }
                 assertThat(crc(back)).isEqualTo(crc(source));
@@ -139,7 +168,8 @@ class NixlTest {
                     notes = target.takeNotifications();
                 }
                 assertThat(notes).containsKey("kvstore-initiator");
-                assertThat(notes.get("kvstore-initiator")).anySatisfy(m -> assertThat(m).isEqualTo(note));
+                assertThat(notes.get("kvstore-initiator"))
+                        .anySatisfy(m -> assertThat(m).isEqualTo(note));
                 initiator.invalidateRemoteMetadata(targetName);
             }
         }
@@ -154,9 +184,18 @@ class NixlTest {
             MemorySegment buffer = arena.allocate(4096, 4096);
             NixlDescriptor d = new NixlDescriptor(buffer.address(), 4096, 0);
             try (NixlRegistration r = agent.register(Nixl.DRAM_SEG, List.of(d), ucx)) {
-                assertThatThrownBy(() -> agent.createTransfer(Nixl.XFER_READ, Nixl.DRAM_SEG, List.of(d), Nixl.DRAM_SEG,
-                        List.of(d), "nobody", ucx, null)).isInstanceOf(NixlException.class)
-                        .hasMessageContaining("nixl_capi_create_xfer_req").hasMessageContaining("NIXL_CAPI_ERROR");
+                assertThatThrownBy(() -> agent.createTransfer(
+                                Nixl.XFER_READ,
+                                Nixl.DRAM_SEG,
+                                List.of(d),
+                                Nixl.DRAM_SEG,
+                                List.of(d),
+                                "nobody",
+                                ucx,
+                                null))
+                        .isInstanceOf(NixlException.class)
+                        .hasMessageContaining("nixl_capi_create_xfer_req")
+                        .hasMessageContaining("NIXL_CAPI_ERROR");
             }
         }
     }

@@ -48,16 +48,30 @@ class UcpStructsTest {
 
     @Test
     void layoutsMatchTheInstalledHeaders(@TempDir Path dir) throws Exception {
-        assumeTrue(Files.exists(HEADER), () -> skip("UCX headers not installed (" + HEADER + "; apt-get install libucx-dev)"));
+        assumeTrue(
+                Files.exists(HEADER),
+                () -> skip("UCX headers not installed (" + HEADER + "; apt-get install libucx-dev)"));
         assumeTrue(onPath("gcc"), () -> skip("gcc not on PATH"));
 
-        StringBuilder c = new StringBuilder("#include <stdio.h>\n#include <stddef.h>\n#include <ucp/api/ucp.h>\nint main(void) {\n");
+        StringBuilder c = new StringBuilder(
+                "#include <stdio.h>\n#include <stddef.h>\n#include <ucp/api/ucp.h>\nint main(void) {\n");
         for (var e : STRUCTS.entrySet()) {
-            c.append("  printf(\"%s sizeof %zu\\n\", \"").append(e.getKey()).append("\", sizeof(").append(e.getKey()).append("));\n");
+            c.append("  printf(\"%s sizeof %zu\\n\", \"")
+                    .append(e.getKey())
+                    .append("\", sizeof(")
+                    .append(e.getKey())
+                    .append("));\n");
             for (String field : namedFields(e.getValue())) {
                 String member = C_NAMES.getOrDefault(field, field);
-                c.append("  printf(\"%s ").append(field).append(" %zu\\n\", \"").append(e.getKey())
-                        .append("\", offsetof(").append(e.getKey()).append(", ").append(member).append("));\n");
+                c.append("  printf(\"%s ")
+                        .append(field)
+                        .append(" %zu\\n\", \"")
+                        .append(e.getKey())
+                        .append("\", offsetof(")
+                        .append(e.getKey())
+                        .append(", ")
+                        .append(member)
+                        .append("));\n");
             }
         }
         c.append("  return 0;\n}\n");
@@ -80,7 +94,8 @@ class UcpStructsTest {
             }
         }
         assertThat(actual).isEqualTo(expected);
-        assertThat(actual).containsEntry("ucp_params_t sizeof", 80L)
+        assertThat(actual)
+                .containsEntry("ucp_params_t sizeof", 80L)
                 .containsEntry("ucp_ep_params_t sizeof", 104L)
                 .containsEntry("ucp_request_param_t sizeof", 72L)
                 .containsEntry("ucp_listener_params_t sizeof", 56L);

@@ -30,7 +30,8 @@ class UcpTest {
         assumeUcx();
         assertThat(Ucp.statusString(UcpStatus.ERR_CONNECTION_RESET)).containsIgnoringCase("connection reset");
         assertThat(UcpStatus.isError(MemorySegment.ofAddress(-25))).isTrue();
-        assertThat(UcpStatus.isRequest(MemorySegment.ofAddress(0x7f0000001000L))).isTrue();
+        assertThat(UcpStatus.isRequest(MemorySegment.ofAddress(0x7f0000001000L)))
+                .isTrue();
         assertThat(UcpStatus.isRequest(MemorySegment.NULL)).isFalse();
     }
 
@@ -65,8 +66,10 @@ class UcpTest {
     @Test
     void listenerAcceptsAClientBySocketAddressAndTheyExchangeData() throws Exception {
         assumeUcx();
-        java.util.concurrent.atomic.AtomicReference<MemorySegment> request = new java.util.concurrent.atomic.AtomicReference<>();
-        java.util.concurrent.atomic.AtomicInteger flushed = new java.util.concurrent.atomic.AtomicInteger(Integer.MIN_VALUE);
+        java.util.concurrent.atomic.AtomicReference<MemorySegment> request =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        java.util.concurrent.atomic.AtomicInteger flushed =
+                new java.util.concurrent.atomic.AtomicInteger(Integer.MIN_VALUE);
         Map<String, String> tcp = Map.of("TLS", "tcp");
         try (Arena callbacks = Arena.ofShared();
                 UcpContext serverCtx = UcpContext.create(Ucp.FEATURE_RMA | Ucp.FEATURE_AM | Ucp.FEATURE_WAKEUP, tcp);
@@ -75,25 +78,33 @@ class UcpTest {
                 UcpWorker client = UcpWorker.create(clientCtx);
                 Arena arena = Arena.ofConfined()) {
             MemorySegment onConnect = Ucp.connHandler((conn, arg) -> request.set(conn), callbacks);
-            MemorySegment onFlush = Ucp.sendCallback((req, status, user) -> {
-                flushed.set(status);
-                Ucp.requestFree(req);
-            }, callbacks);
+            MemorySegment onFlush = Ucp.sendCallback(
+                    (req, status, user) -> {
+                        flushed.set(status);
+                        Ucp.requestFree(req);
+                    },
+                    callbacks);
             MemorySegment target = arena.allocate(4096, 4096);
-            try (UcpListener listener = server.listen(new java.net.InetSocketAddress("127.0.0.1", 0), onConnect,
-                    MemorySegment.NULL);
+            try (UcpListener listener = server.listen(
+                            new java.net.InetSocketAddress("127.0.0.1", 0), onConnect, MemorySegment.NULL);
                     UcpMemory memory = serverCtx.map(target)) {
                 int port = listener.port();
                 assertThat(port).isPositive();
-                UcpEndpoint toServer = client.connect(new java.net.InetSocketAddress("127.0.0.1", port), Ucp.ERR_MODE_PEER,
-                        MemorySegment.NULL, MemorySegment.NULL);
+                UcpEndpoint toServer = client.connect(
+                        new java.net.InetSocketAddress("127.0.0.1", port),
+                        Ucp.ERR_MODE_PEER,
+                        MemorySegment.NULL,
+                        MemorySegment.NULL);
                 long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(20);
                 while (request.get() == null && System.nanoTime() < deadline) {
                     client.progress();
                     server.progress();
                 }
-                assertThat(request.get()).as("the listener saw the client's connection request").isNotNull();
-                UcpEndpoint toClient = server.accept(request.get(), Ucp.ERR_MODE_PEER, MemorySegment.NULL, MemorySegment.NULL);
+                assertThat(request.get())
+                        .as("the listener saw the client's connection request")
+                        .isNotNull();
+                UcpEndpoint toClient =
+                        server.accept(request.get(), Ucp.ERR_MODE_PEER, MemorySegment.NULL, MemorySegment.NULL);
 
                 MemorySegment message = arena.allocateFrom("written through a listener-made endpoint");
                 UcpRemoteKey key = toServer.unpack(memory.packedRkey());

@@ -30,7 +30,8 @@ public final class CudaDeviceMemoryProvider implements MemoryProvider {
     @Override
     public MemoryRegion allocate(long bytes) {
         if (!availability().available()) {
-            throw new IllegalStateException("cuda-device memory is unavailable: " + availability().detail());
+            throw new IllegalStateException(
+                    "cuda-device memory is unavailable: " + availability().detail());
         }
         CudaRuntime cuda = CudaRuntime.get();
         var segment = cuda.malloc(bytes);

@@ -25,7 +25,8 @@ public final class CudaPinnedMemoryProvider implements MemoryProvider {
     @Override
     public MemoryRegion allocate(long bytes) {
         if (!availability().available()) {
-            throw new IllegalStateException("cuda-pinned memory is unavailable: " + availability().detail());
+            throw new IllegalStateException(
+                    "cuda-pinned memory is unavailable: " + availability().detail());
         }
         CudaRuntime cuda = CudaRuntime.get();
         var segment = cuda.hostAlloc(bytes, CudaRuntime.HOST_ALLOC_PORTABLE_MAPPED);

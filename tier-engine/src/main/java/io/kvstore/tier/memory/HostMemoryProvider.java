@@ -44,8 +44,11 @@ public final class HostMemoryProvider implements MemoryProvider {
         }
         int errno = LibC.mlock(segment);
         if (errno != 0) {
-            log.warn("host memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise RLIMIT_MEMLOCK "
-                    + "or grant CAP_IPC_LOCK to keep block memory from swapping", bytes >> 20, errno);
+            log.warn(
+                    "host memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise RLIMIT_MEMLOCK "
+                            + "or grant CAP_IPC_LOCK to keep block memory from swapping",
+                    bytes >> 20,
+                    errno);
         }
         // munlock is implicit: freeing the pages when the arena closes releases the lock.
         return new MemoryRegion(segment, NAME, errno == 0, arena::close);

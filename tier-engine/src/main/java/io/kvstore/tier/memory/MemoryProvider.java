@@ -8,8 +8,12 @@ import io.kvstore.ffm.Availability;
  * memory allocated by UCX for one-sided access by engines on the same host (chosen by the service, not by name).
  * A provider is chosen by name in configuration and is never substituted silently.
  */
-public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDeviceMemoryProvider, CudaPinnedMemoryProvider,
-        CudaDeviceMemoryProvider, UcxSharedMemoryProvider {
+public sealed interface MemoryProvider
+        permits HostMemoryProvider,
+                EmulatedDeviceMemoryProvider,
+                CudaPinnedMemoryProvider,
+                CudaDeviceMemoryProvider,
+                UcxSharedMemoryProvider {
 
     /** The configuration name: {@code host}, {@code cuda-pinned}, {@code cuda-device}, {@code emulated-device}. */
     String name();
@@ -44,8 +48,9 @@ public sealed interface MemoryProvider permits HostMemoryProvider, EmulatedDevic
             case EmulatedDeviceMemoryProvider.NAME -> new EmulatedDeviceMemoryProvider();
             case CudaPinnedMemoryProvider.NAME -> new CudaPinnedMemoryProvider();
             case CudaDeviceMemoryProvider.NAME -> new CudaDeviceMemoryProvider();
-            default -> throw new IllegalArgumentException("unknown memory provider '" + name
-                    + "'; expected one of host, emulated-device, cuda-pinned, cuda-device");
+            default ->
+                throw new IllegalArgumentException("unknown memory provider '" + name
+                        + "'; expected one of host, emulated-device, cuda-pinned, cuda-device");
         };
     }
 }

@@ -11,7 +11,8 @@ import java.lang.foreign.MemorySegment;
  * @param locked whether the pages are locked in RAM (mlock or pinned by CUDA)
  * @param release frees the memory; called once by {@link #close()}
  */
-public record MemoryRegion(MemorySegment segment, String provider, boolean locked, Runnable release) implements AutoCloseable {
+public record MemoryRegion(MemorySegment segment, String provider, boolean locked, Runnable release)
+        implements AutoCloseable {
 
     @Override
     public void close() {

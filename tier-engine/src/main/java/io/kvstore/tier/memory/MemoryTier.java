@@ -1,13 +1,13 @@
 package io.kvstore.tier.memory;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.BlockTier;
-import io.kvstore.tier.Checksums;
 import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
@@ -28,8 +28,7 @@ public final class MemoryTier implements BlockTier {
     private final SlabAllocator slabs;
     private final ConcurrentHashMap<BlockKey, Resident> blocks = new ConcurrentHashMap<>();
 
-    private record Resident(BlockRecord record, long offset, long slotSize) {
-    }
+    private record Resident(BlockRecord record, long offset, long slotSize) {}
 
     /**
      * Allocates the whole tier up front: a tier's capacity is memory it owns, so start-up fails
@@ -49,14 +48,20 @@ public final class MemoryTier implements BlockTier {
                     + "only CUDA can copy; a memory tier copies with the CPU, so use cuda-pinned, host or "
                     + "emulated-device for this tier");
         }
-        long effectiveSlab = Math.min(slabSize, capacityBytes / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
+        long effectiveSlab =
+                Math.min(slabSize, capacityBytes / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
         long regionBytes = capacityBytes / effectiveSlab * effectiveSlab;
         this.id = id;
         this.provider = provider;
         this.slabs = new SlabAllocator(regionBytes, effectiveSlab);
         this.region = provider.allocate(regionBytes);
-        log.info("tier {}: {} MiB of {} memory{}, slabs of {} KiB", id, regionBytes >> 20, provider.name(),
-                region.locked() ? " (locked)" : "", effectiveSlab >> 10);
+        log.info(
+                "tier {}: {} MiB of {} memory{}, slabs of {} KiB",
+                id,
+                regionBytes >> 20,
+                provider.name(),
+                region.locked() ? " (locked)" : "",
+                effectiveSlab >> 10);
     }
 
     @Override
@@ -123,8 +128,8 @@ public final class MemoryTier implements BlockTier {
     public BlockRecord read(BlockKey key, MemorySegment dst) throws BlockNotFoundException, ChecksumMismatchException {
         Resident r = resident(key);
         if (dst.byteSize() < r.record.length()) {
-            throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block "
-                    + key + " of " + r.record.length());
+            throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block " + key
+                    + " of " + r.record.length());
         }
         MemorySegment target = dst.asSlice(0, r.record.length());
         MemorySegment.copy(region.segment(), r.offset, target, 0, r.record.length());
@@ -184,7 +189,9 @@ public final class MemoryTier implements BlockTier {
      * @return false when the tier already holds the key (the slot stays the caller's to release)
      */
     public boolean adopt(BlockRecord record, long offset) {
-        return blocks.putIfAbsent(record.key(), new Resident(record, offset, SlabAllocator.slotSizeFor(record.length()))) == null;
+        return blocks.putIfAbsent(
+                        record.key(), new Resident(record, offset, SlabAllocator.slotSizeFor(record.length())))
+                == null;
     }
 
     /** The block's slot offset within {@link #region()}, or -1 when absent. */

@@ -79,8 +79,8 @@ public final class SlabAllocator {
             throw new IllegalArgumentException("slot size must be a positive multiple of 4 KiB, got " + slotSize);
         }
         if (slotSize > slabSize) {
-            throw new IllegalArgumentException("a block of " + slotSize + " bytes does not fit a slab of "
-                    + slabSize + " bytes; raise the tier's slab-size");
+            throw new IllegalArgumentException("a block of " + slotSize + " bytes does not fit a slab of " + slabSize
+                    + " bytes; raise the tier's slab-size");
         }
         long offset = classes.computeIfAbsent(slotSize, SlotClass::new).allocate();
         if (offset >= 0) {
@@ -110,7 +110,9 @@ public final class SlabAllocator {
             throw new IllegalArgumentException("bad slot size " + slotSize);
         }
         int slab = (int) (offset / slabSize);
-        if (slab < 0 || slab >= slabCount || (offset - (long) slab * slabSize) % slotSize != 0
+        if (slab < 0
+                || slab >= slabCount
+                || (offset - (long) slab * slabSize) % slotSize != 0
                 || offset - (long) slab * slabSize + slotSize > slabSize) {
             throw new IllegalStateException("offset " + offset + " is not a slot of size " + slotSize);
         }

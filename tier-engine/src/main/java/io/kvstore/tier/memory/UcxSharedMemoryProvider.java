@@ -45,8 +45,11 @@ public final class UcxSharedMemoryProvider implements MemoryProvider {
         LocalRegion region = ucx.allocate(bytes);
         int errno = LibC.mlock(region.segment());
         if (errno != 0) {
-            log.warn("UCX-allocated tier memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise "
-                    + "RLIMIT_MEMLOCK or grant CAP_IPC_LOCK to keep block memory from swapping", bytes >> 20, errno);
+            log.warn(
+                    "UCX-allocated tier memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise "
+                            + "RLIMIT_MEMLOCK or grant CAP_IPC_LOCK to keep block memory from swapping",
+                    bytes >> 20,
+                    errno);
         }
         registered = region;
         return new MemoryRegion(region.segment(), NAME, errno == 0, region::close);

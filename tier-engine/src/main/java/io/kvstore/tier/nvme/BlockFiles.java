@@ -24,6 +24,7 @@ final class BlockFiles implements AutoCloseable {
     private final NvmeTierConfig config;
     /** Guarded by this; {@link #openFds} publishes opened descriptors to the I/O threads without a lock. */
     private final int[] fds;
+
     private final java.util.concurrent.atomic.AtomicIntegerArray openFds;
     private final Path[] paths;
     private volatile boolean direct = true;
@@ -64,8 +65,10 @@ final class BlockFiles implements AutoCloseable {
             }
             direct = false;
             warnedBuffered = true;
-            log.warn("the filesystem of {} does not support O_DIRECT; the NVMe tier uses buffered I/O "
-                    + "(slower, and it competes with the page cache)", dir);
+            log.warn(
+                    "the filesystem of {} does not support O_DIRECT; the NVMe tier uses buffered I/O "
+                            + "(slower, and it competes with the page cache)",
+                    dir);
         } finally {
             Files.deleteIfExists(probe);
         }
@@ -109,8 +112,10 @@ final class BlockFiles implements AutoCloseable {
                 direct = false;
                 if (!warnedBuffered) {
                     warnedBuffered = true;
-                    log.warn("the filesystem of {} does not support O_DIRECT; the NVMe tier uses buffered I/O "
-                            + "(slower, and it competes with the page cache)", paths[file].getParent());
+                    log.warn(
+                            "the filesystem of {} does not support O_DIRECT; the NVMe tier uses buffered I/O "
+                                    + "(slower, and it competes with the page cache)",
+                            paths[file].getParent());
                 }
             }
         }
@@ -133,8 +138,10 @@ final class BlockFiles implements AutoCloseable {
             }
             if (!warnedTruncate) {
                 warnedTruncate = true;
-                log.warn("fallocate is not supported on {}; block files are sized with ftruncate and may run "
-                        + "out of space on write", paths[file].getParent());
+                log.warn(
+                        "fallocate is not supported on {}; block files are sized with ftruncate and may run "
+                                + "out of space on write",
+                        paths[file].getParent());
             }
             LibC.ftruncate(fds[file], config.fileSizeBytes(), path);
         }

@@ -1,8 +1,8 @@
 package io.kvstore.tier.nvme;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
-import io.kvstore.tier.BlockRecord;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
@@ -34,8 +34,7 @@ final class NvmeIndex implements AutoCloseable {
     }
 
     /** One block's place on disk and what it must read back as. */
-    record Entry(BlockRecord record, long offset, long slotSize, long createdMillis, long lastAccessMillis) {
-    }
+    record Entry(BlockRecord record, long offset, long slotSize, long createdMillis, long lastAccessMillis) {}
 
     private static final byte[] GEOMETRY = "geometry".getBytes(StandardCharsets.UTF_8);
 
@@ -131,16 +130,26 @@ final class NvmeIndex implements AutoCloseable {
     static byte[] key(BlockKey key) {
         byte[] ns = key.namespace().getBytes(StandardCharsets.UTF_8);
         byte[] hash = key.hash().toBytes();
-        return ByteBuffer.allocate(2 + ns.length + hash.length).putShort((short) ns.length).put(ns).put(hash).array();
+        return ByteBuffer.allocate(2 + ns.length + hash.length)
+                .putShort((short) ns.length)
+                .put(ns)
+                .put(hash)
+                .array();
     }
 
     private static byte[] value(Entry e) {
         BlockRecord r = e.record();
         byte[] parent = r.parent() == null ? new byte[0] : r.parent().toBytes();
         return ByteBuffer.allocate(1 + parent.length + 8 + 8 + 4 + 4 + 8 + 8)
-                .put((byte) parent.length).put(parent)
-                .putLong(e.offset()).putLong(e.slotSize()).putInt(r.length()).putInt(r.crc32c())
-                .putLong(e.createdMillis()).putLong(e.lastAccessMillis()).array();
+                .put((byte) parent.length)
+                .put(parent)
+                .putLong(e.offset())
+                .putLong(e.slotSize())
+                .putInt(r.length())
+                .putInt(r.crc32c())
+                .putLong(e.createdMillis())
+                .putLong(e.lastAccessMillis())
+                .array();
     }
 
     private static Entry decode(byte[] keyBytes, byte[] valueBytes) {
@@ -159,8 +168,12 @@ final class NvmeIndex implements AutoCloseable {
         long created = v.getLong();
         long lastAccess = v.getLong();
         BlockKey key = new BlockKey(new String(ns, StandardCharsets.UTF_8), BlockHash.of(hash));
-        return new Entry(new BlockRecord(key, parent.length == 0 ? null : BlockHash.of(parent), length, crc),
-                offset, slotSize, created, lastAccess);
+        return new Entry(
+                new BlockRecord(key, parent.length == 0 ? null : BlockHash.of(parent), length, crc),
+                offset,
+                slotSize,
+                created,
+                lastAccess);
     }
 
     @Override

@@ -1,13 +1,13 @@
 package io.kvstore.tier.nvme;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import io.kvstore.tier.memory.SlabAllocator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -66,7 +66,8 @@ public final class NvmeTier implements BlockTier {
             index.close();
             throw e;
         }
-        this.io = Executors.newFixedThreadPool(config.ioThreads(),
+        this.io = Executors.newFixedThreadPool(
+                config.ioThreads(),
                 Thread.ofPlatform().name("kvstore-nvme-io-", 0).daemon().factory());
         List<BlockRecord> found = new ArrayList<>();
         long bytes = 0;
@@ -74,8 +75,11 @@ public final class NvmeTier implements BlockTier {
             try {
                 slabs.claim(entry.offset(), entry.slotSize());
             } catch (IllegalStateException | IllegalArgumentException conflict) {
-                log.warn("NVMe index entry {} names slot {} that is invalid or taken ({}); dropping it",
-                        entry.record().key(), entry.offset(), conflict.getMessage());
+                log.warn(
+                        "NVMe index entry {} names slot {} that is invalid or taken ({}); dropping it",
+                        entry.record().key(),
+                        entry.offset(),
+                        conflict.getMessage());
                 index.delete(entry.record().key());
                 continue;
             }
@@ -84,9 +88,14 @@ public final class NvmeTier implements BlockTier {
             bytes += entry.record().length();
         }
         this.recovered = List.copyOf(found);
-        log.info("NVMe tier at {}: {} blocks ({} MiB) recovered in {} ms, {} of {} MiB free, {} I/O",
-                config.paths(), found.size(), bytes >> 20, (System.nanoTime() - start) / 1_000_000,
-                (slabs.capacityBytes() - slabs.usedBytes()) >> 20, slabs.capacityBytes() >> 20,
+        log.info(
+                "NVMe tier at {}: {} blocks ({} MiB) recovered in {} ms, {} of {} MiB free, {} I/O",
+                config.paths(),
+                found.size(),
+                bytes >> 20,
+                (System.nanoTime() - start) / 1_000_000,
+                (slabs.capacityBytes() - slabs.usedBytes()) >> 20,
+                slabs.capacityBytes() >> 20,
                 files.direct() ? "O_DIRECT" : "buffered");
     }
 
@@ -155,8 +164,8 @@ public final class NvmeTier implements BlockTier {
             for (int i = 0; i < records.size(); i++) {
                 BlockRecord r = records.get(i);
                 if (sources.get(i).byteSize() != r.length()) {
-                    throw new IllegalArgumentException("block " + r.key() + " is " + sources.get(i).byteSize()
-                            + " bytes but its record says " + r.length());
+                    throw new IllegalArgumentException("block " + r.key() + " is "
+                            + sources.get(i).byteSize() + " bytes but its record says " + r.length());
                 }
                 if (blocks.containsKey(r.key())) {
                     continue;
@@ -236,8 +245,8 @@ public final class NvmeTier implements BlockTier {
         }
         int length = e.record().length();
         if (dst.byteSize() < length) {
-            throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block "
-                    + key + " of " + length);
+            throw new IllegalArgumentException(
+                    "buffer of " + dst.byteSize() + " bytes is too small for block " + key + " of " + length);
         }
         MemorySegment target = dst.asSlice(0, length);
         if (aligned(dst) && dst.byteSize() >= e.slotSize()) {
@@ -255,8 +264,11 @@ public final class NvmeTier implements BlockTier {
                 index.delete(key);
                 slabs.free(e.offset(), e.slotSize());
             }
-            log.warn("block {} failed its checksum in the NVMe tier ({} at offset {}); dropped", key,
-                    files.pathOf(e.offset()), e.offset() % config.fileSizeBytes());
+            log.warn(
+                    "block {} failed its checksum in the NVMe tier ({} at offset {}); dropped",
+                    key,
+                    files.pathOf(e.offset()),
+                    e.offset() % config.fileSizeBytes());
             throw new ChecksumMismatchException("block " + key + " in tier NVME fails its CRC32C");
         }
         return e.record();
@@ -312,7 +324,7 @@ public final class NvmeTier implements BlockTier {
     }
 
     /** A thread that never runs: a segment accessible by it is accessible by every thread. */
-    private static final Thread ANY_THREAD = Thread.ofPlatform().unstarted(() -> { });
+    private static final Thread ANY_THREAD = Thread.ofPlatform().unstarted(() -> {});
 
     private static boolean shareable(List<MemorySegment> segments) {
         for (MemorySegment s : segments) {

@@ -13,7 +13,8 @@ import java.util.List;
  * @param slabSizeBytes unit in which space passes between block sizes (see SlabAllocator), a multiple of 4 KiB
  * @param ioThreads I/O requests kept in flight by batch reads and writes
  */
-public record NvmeTierConfig(List<Path> paths, long capacityBytes, long fileSizeBytes, long slabSizeBytes, int ioThreads) {
+public record NvmeTierConfig(
+        List<Path> paths, long capacityBytes, long fileSizeBytes, long slabSizeBytes, int ioThreads) {
 
     public NvmeTierConfig {
         if (paths == null || paths.isEmpty()) {
@@ -21,8 +22,8 @@ public record NvmeTierConfig(List<Path> paths, long capacityBytes, long fileSize
         }
         paths = List.copyOf(paths);
         if (slabSizeBytes <= 0 || slabSizeBytes % 4096 != 0) {
-            throw new IllegalArgumentException("kvstore.tiers.nvme.slab-size must be a positive multiple of 4 KiB, got "
-                    + slabSizeBytes);
+            throw new IllegalArgumentException(
+                    "kvstore.tiers.nvme.slab-size must be a positive multiple of 4 KiB, got " + slabSizeBytes);
         }
         if (fileSizeBytes < slabSizeBytes || fileSizeBytes % slabSizeBytes != 0) {
             throw new IllegalArgumentException("kvstore.tiers.nvme.file-size must be a multiple of the slab size "

@@ -28,7 +28,8 @@ public final class GdsCopier {
         for (TransferSpan s : TransferSpan.coalesce(spans)) {
             long done = 0;
             while (done < s.length()) {
-                long n = cufile.write(file, deviceBuffer, s.length() - done, s.remoteOffset() + done, s.localOffset() + done);
+                long n = cufile.write(
+                        file, deviceBuffer, s.length() - done, s.remoteOffset() + done, s.localOffset() + done);
                 if (n <= 0) {
                     throw new TransferException("cuFileWrite wrote nothing at file offset " + (s.remoteOffset() + done)
                             + " of " + file + " (span " + s + ")");
@@ -46,10 +47,11 @@ public final class GdsCopier {
         for (TransferSpan s : TransferSpan.coalesce(spans)) {
             long done = 0;
             while (done < s.length()) {
-                long n = cufile.read(file, deviceBuffer, s.length() - done, s.remoteOffset() + done, s.localOffset() + done);
+                long n = cufile.read(
+                        file, deviceBuffer, s.length() - done, s.remoteOffset() + done, s.localOffset() + done);
                 if (n <= 0) {
-                    throw new TransferException("end of " + file + " at offset " + (s.remoteOffset() + done)
-                            + " while reading span " + s);
+                    throw new TransferException(
+                            "end of " + file + " at offset " + (s.remoteOffset() + done) + " while reading span " + s);
                 }
                 done += n;
             }

@@ -16,8 +16,7 @@ import java.util.List;
  */
 public final class LocalCopier {
 
-    private LocalCopier() {
-    }
+    private LocalCopier() {}
 
     /** Copies each span from {@code source} at its remote offset into {@code target} at its local offset. */
     public static long copy(MemorySegment source, MemorySegment target, List<TransferSpan> spans) {
@@ -40,8 +39,10 @@ public final class LocalCopier {
                     position += file.write(buf, position);
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("pwrite of " + s.length() + " bytes at file offset " + s.remoteOffset()
-                        + " failed: " + e.getMessage(), e);
+                throw new UncheckedIOException(
+                        "pwrite of " + s.length() + " bytes at file offset " + s.remoteOffset() + " failed: "
+                                + e.getMessage(),
+                        e);
             }
             bytes += s.length();
         }
@@ -63,8 +64,10 @@ public final class LocalCopier {
                     position += n;
                 }
             } catch (IOException e) {
-                throw new UncheckedIOException("pread of " + s.length() + " bytes at file offset " + s.remoteOffset()
-                        + " failed: " + e.getMessage(), e);
+                throw new UncheckedIOException(
+                        "pread of " + s.length() + " bytes at file offset " + s.remoteOffset() + " failed: "
+                                + e.getMessage(),
+                        e);
             }
             bytes += s.length();
         }

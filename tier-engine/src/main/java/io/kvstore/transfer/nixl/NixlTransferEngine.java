@@ -61,9 +61,14 @@ public final class NixlTransferEngine implements TransferEngine {
     private final AtomicBoolean closed = new AtomicBoolean();
 
     /** A posted request, its deadline and the caller's future. */
-    private record InFlight(NixlTransfer transfer, CompletableFuture<TransferResult> future, long bytes, int transfers,
-            long startNanos, long deadlineNanos, String description) {
-    }
+    private record InFlight(
+            NixlTransfer transfer,
+            CompletableFuture<TransferResult> future,
+            long bytes,
+            int transfers,
+            long startNanos,
+            long deadlineNanos,
+            String description) {}
 
     /**
      * Creates the agent {@code agentName} with every backend in {@code enabledBackends} (the
@@ -75,7 +80,8 @@ public final class NixlTransferEngine implements TransferEngine {
      */
     public NixlTransferEngine(String agentName, Set<String> enabledBackends, Duration timeout) {
         if (!Nixl.availability().available()) {
-            throw new IllegalStateException("NIXL transfer engine unavailable: " + Nixl.availability().detail());
+            throw new IllegalStateException(
+                    "NIXL transfer engine unavailable: " + Nixl.availability().detail());
         }
         if (enabledBackends.isEmpty()) {
             throw new IllegalArgumentException("the NIXL transfer engine needs at least one enabled backend");
@@ -91,9 +97,17 @@ public final class NixlTransferEngine implements TransferEngine {
             agent.close();
             throw e;
         }
-        this.dataBackend = backends.getOrDefault("UCX", backends.values().iterator().next());
-        this.progress = Thread.ofPlatform().name("kvstore-nixl-progress-" + agentName).daemon().start(this::progressLoop);
-        LOG.info("NIXL agent {} started with backends {} (transfers over {})", agentName, backends.keySet(), dataBackend.plugin());
+        this.dataBackend =
+                backends.getOrDefault("UCX", backends.values().iterator().next());
+        this.progress = Thread.ofPlatform()
+                .name("kvstore-nixl-progress-" + agentName)
+                .daemon()
+                .start(this::progressLoop);
+        LOG.info(
+                "NIXL agent {} started with backends {} (transfers over {})",
+                agentName,
+                backends.keySet(),
+                dataBackend.plugin());
     }
 
     @Override
@@ -110,8 +124,8 @@ public final class NixlTransferEngine implements TransferEngine {
     @Override
     public LocalRegion register(MemorySegment segment, MemoryKind kind) {
         int type = segmentType(kind);
-        NixlRegistration registration = agent.register(type, List.of(new NixlDescriptor(segment.address(), segment.byteSize(), 0)),
-                dataBackend);
+        NixlRegistration registration = agent.register(
+                type, List.of(new NixlDescriptor(segment.address(), segment.byteSize(), 0)), dataBackend);
         byte[] key = ByteBuffer.allocate(KEY_BYTES).putInt(type).putLong(0).array();
         return new LocalRegion() {
             @Override
@@ -163,8 +177,8 @@ public final class NixlTransferEngine implements TransferEngine {
     }
 
     @Override
-    public CompletableFuture<TransferResult> post(TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote,
-            List<TransferSpan> spans) {
+    public CompletableFuture<TransferResult> post(
+            TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote, List<TransferSpan> spans) {
         if (!(peer instanceof NixlPeer nixlPeer) || nixlPeer.engine() != this) {
             throw new IllegalArgumentException("peer " + peer.name() + " was not connected by this engine");
         }
@@ -173,8 +187,8 @@ public final class NixlTransferEngine implements TransferEngine {
         }
         byte[] key = remote.remoteKey();
         if (key.length != KEY_BYTES) {
-            throw new IllegalArgumentException("remote region key of " + key.length + " bytes is not a NIXL region key ("
-                    + KEY_BYTES + " bytes: segment type and device id)");
+            throw new IllegalArgumentException("remote region key of " + key.length
+                    + " bytes is not a NIXL region key (" + KEY_BYTES + " bytes: segment type and device id)");
         }
         ByteBuffer k = ByteBuffer.wrap(key);
         int remoteType = k.getInt();
@@ -185,7 +199,8 @@ public final class NixlTransferEngine implements TransferEngine {
         long bytes = 0;
         long base = local.segment().address();
         for (TransferSpan s : merged) {
-            if (s.localOffset() + s.length() > local.segment().byteSize() || s.remoteOffset() + s.length() > remote.length()) {
+            if (s.localOffset() + s.length() > local.segment().byteSize()
+                    || s.remoteOffset() + s.length() > remote.length()) {
                 throw new IllegalArgumentException("span " + s + " lies outside the local region ("
                         + local.segment().byteSize() + " bytes) or the remote one (" + remote.length() + " bytes)");
             }
@@ -193,18 +208,28 @@ public final class NixlTransferEngine implements TransferEngine {
             remoteDescs.add(new NixlDescriptor(remote.address() + s.remoteOffset(), s.length(), remoteDevice));
             bytes += s.length();
         }
-        String description = op + " of " + bytes + " bytes in " + merged.size() + " transfer(s) with peer " + peer.name();
+        String description =
+                op + " of " + bytes + " bytes in " + merged.size() + " transfer(s) with peer " + peer.name();
         CompletableFuture<TransferResult> future = new CompletableFuture<>();
         long start = System.nanoTime();
         NixlTransfer transfer;
         try {
-            transfer = agent.createTransfer(op == TransferOp.READ ? Nixl.XFER_READ : Nixl.XFER_WRITE,
-                    segmentType(local.kind()), localDescs, remoteType, remoteDescs, nixlPeer.remoteAgent(), dataBackend, null);
+            transfer = agent.createTransfer(
+                    op == TransferOp.READ ? Nixl.XFER_READ : Nixl.XFER_WRITE,
+                    segmentType(local.kind()),
+                    localDescs,
+                    remoteType,
+                    remoteDescs,
+                    nixlPeer.remoteAgent(),
+                    dataBackend,
+                    null);
         } catch (NixlException e) {
-            future.completeExceptionally(new TransferException("NIXL " + description + " could not be created: " + e.getMessage(), e));
+            future.completeExceptionally(
+                    new TransferException("NIXL " + description + " could not be created: " + e.getMessage(), e));
             return future;
         }
-        InFlight work = new InFlight(transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description);
+        InFlight work =
+                new InFlight(transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description);
         try {
             if (transfer.post()) {
                 finish(work);
@@ -262,14 +287,17 @@ public final class NixlTransferEngine implements TransferEngine {
 
     private void finish(InFlight work) {
         release(work);
-        work.future().complete(new TransferResult(work.bytes(), work.transfers(),
-                Duration.ofNanos(System.nanoTime() - work.startNanos())));
+        work.future()
+                .complete(new TransferResult(
+                        work.bytes(), work.transfers(), Duration.ofNanos(System.nanoTime() - work.startNanos())));
     }
 
     private void fail(InFlight work, String what, NixlException cause) {
         release(work);
         String message = "NIXL " + work.description() + " " + what + (cause == null ? "" : ": " + cause.getMessage());
-        work.future().completeExceptionally(cause == null ? new TransferException(message) : new TransferException(message, cause));
+        work.future()
+                .completeExceptionally(
+                        cause == null ? new TransferException(message) : new TransferException(message, cause));
     }
 
     private void release(InFlight work) {

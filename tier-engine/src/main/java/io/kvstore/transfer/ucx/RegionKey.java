@@ -22,7 +22,12 @@ record RegionKey(long address, long length, byte[] packedRkey) {
 
     byte[] encode() {
         ByteBuffer b = ByteBuffer.allocate(FIXED + packedRkey.length + 4).order(ByteOrder.LITTLE_ENDIAN);
-        b.putInt(MAGIC).putInt(VERSION).putLong(address).putLong(length).putInt(packedRkey.length).put(packedRkey);
+        b.putInt(MAGIC)
+                .putInt(VERSION)
+                .putLong(address)
+                .putLong(length)
+                .putInt(packedRkey.length)
+                .put(packedRkey);
         CRC32C crc = new CRC32C();
         crc.update(b.array(), 0, b.position());
         b.putInt((int) crc.getValue());
@@ -45,12 +50,14 @@ record RegionKey(long address, long length, byte[] packedRkey) {
         long length = b.getLong();
         int rkeyLength = b.getInt();
         if (rkeyLength <= 0 || rkeyLength != key.length - FIXED - 4) {
-            throw new TransferException("UCX remote key claims an rkey of " + rkeyLength + " bytes in a key of "
-                    + key.length);
+            throw new TransferException(
+                    "UCX remote key claims an rkey of " + rkeyLength + " bytes in a key of " + key.length);
         }
         CRC32C crc = new CRC32C();
         crc.update(key, 0, key.length - 4);
-        int stored = ByteBuffer.wrap(key, key.length - 4, 4).order(ByteOrder.LITTLE_ENDIAN).getInt();
+        int stored = ByteBuffer.wrap(key, key.length - 4, 4)
+                .order(ByteOrder.LITTLE_ENDIAN)
+                .getInt();
         if (stored != (int) crc.getValue()) {
             throw new TransferException("UCX remote key fails its CRC32C check (corrupted or not from a kvstore peer)");
         }

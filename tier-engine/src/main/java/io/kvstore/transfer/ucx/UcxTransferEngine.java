@@ -2,9 +2,9 @@ package io.kvstore.transfer.ucx;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_LONG_UNALIGNED;
-import static java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED;
 
 import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.ffm.ucx.UcpContext;
@@ -131,7 +131,8 @@ public final class UcxTransferEngine implements TransferEngine {
         try {
             engine.started.get(30, TimeUnit.SECONDS);
         } catch (ExecutionException e) {
-            throw new TransferException("UCX engine failed to start: " + e.getCause().getMessage(), e.getCause());
+            throw new TransferException(
+                    "UCX engine failed to start: " + e.getCause().getMessage(), e.getCause());
         } catch (TimeoutException | InterruptedException e) {
             engine.close();
             throw new TransferException("UCX engine did not start within 30 s", e);
@@ -208,8 +209,8 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     @Override
-    public CompletableFuture<TransferResult> post(TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote,
-            List<TransferSpan> spans) {
+    public CompletableFuture<TransferResult> post(
+            TransferOp op, LocalRegion local, Peer peer, RemoteRegion remote, List<TransferSpan> spans) {
         if (!(local instanceof Registration reg) || reg.engine() != this) {
             throw new IllegalArgumentException("local region was not registered with this UCX engine");
         }
@@ -219,12 +220,14 @@ public final class UcxTransferEngine implements TransferEngine {
         RegionKey key = RegionKey.decode(remote.remoteKey());
         if (key.address() != remote.address() || key.length() != remote.length()) {
             throw new TransferException("remote region 0x" + Long.toHexString(remote.address()) + "+" + remote.length()
-                    + " does not match its key, which covers 0x" + Long.toHexString(key.address()) + "+" + key.length());
+                    + " does not match its key, which covers 0x" + Long.toHexString(key.address()) + "+"
+                    + key.length());
         }
         List<TransferSpan> merged = TransferSpan.coalesce(spans);
         long total = 0;
         for (TransferSpan s : merged) {
-            if (s.localOffset() + s.length() > reg.segment().byteSize() || s.remoteOffset() + s.length() > remote.length()) {
+            if (s.localOffset() + s.length() > reg.segment().byteSize()
+                    || s.remoteOffset() + s.length() > remote.length()) {
                 throw new IllegalArgumentException("span " + s + " lies outside local region of "
                         + reg.segment().byteSize() + " bytes or remote region of " + remote.length() + " bytes");
             }
@@ -270,7 +273,10 @@ public final class UcxTransferEngine implements TransferEngine {
             worker.setAmHandler(AM_READ, Ucp.amHandler(this::onRead, callbacks), MemorySegment.NULL);
             worker.setAmHandler(AM_READ_REPLY, Ucp.amHandler(this::onReply, callbacks), MemorySegment.NULL);
             address = worker.address();
-            LOG.info("UCX engine started: {}, config {}, path {}", Ucp.availability().detail(), settings.ucxConfig(),
+            LOG.info(
+                    "UCX engine started: {}, config {}, path {}",
+                    Ucp.availability().detail(),
+                    settings.ucxConfig(),
                     settings.path());
             started.complete(null);
         } catch (Throwable t) {
@@ -401,8 +407,12 @@ public final class UcxTransferEngine implements TransferEngine {
 
     private UcxPeer accept(UcxPeer peer, String rmaTransport) {
         peersById.put(peer.id, peer);
-        LOG.info("UCX connected to {}: path {} (rma_bw lane: {}, peer-failure detection: {})", peer.name(),
-                peer.path(), rmaTransport == null ? "none" : rmaTransport, peer.errorMode);
+        LOG.info(
+                "UCX connected to {}: path {} (rma_bw lane: {}, peer-failure detection: {})",
+                peer.name(),
+                peer.path(),
+                rmaTransport == null ? "none" : rmaTransport,
+                peer.errorMode);
         return peer;
     }
 
@@ -423,8 +433,8 @@ public final class UcxTransferEngine implements TransferEngine {
             worker.progress();
         }
         if (flush.status != UcpStatus.OK) {
-            throw new TransferException("UCX connect to " + peer.name() + ": ucp_ep_flush_nbx failed: "
-                    + UcpStatus.describe(flush.status));
+            throw new TransferException(
+                    "UCX connect to " + peer.name() + ": ucp_ep_flush_nbx failed: " + UcpStatus.describe(flush.status));
         }
         peer.info = peer.endpoint.info();
         return rmaTransport(peer.info);
@@ -498,8 +508,11 @@ public final class UcxTransferEngine implements TransferEngine {
         long deadline = System.nanoTime() + Math.min(settings.requestTimeout().toNanos(), TimeUnit.SECONDS.toNanos(20));
         while (ops.values().stream().anyMatch(op -> op.request != null && op.request.local == r)) {
             if (System.nanoTime() > deadline) {
-                List<UcxPeer> peers = ops.values().stream().filter(op -> op.request != null && op.request.local == r)
-                        .map(op -> op.request.peer).distinct().toList();
+                List<UcxPeer> peers = ops.values().stream()
+                        .filter(op -> op.request != null && op.request.local == r)
+                        .map(op -> op.request.peer)
+                        .distinct()
+                        .toList();
                 for (UcxPeer p : peers) {
                     LOG.warn("region closed with operations to {} in flight; disconnecting that peer", p.name());
                     p.failed = true;
@@ -523,7 +536,8 @@ public final class UcxTransferEngine implements TransferEngine {
             return;
         }
         if (peer.closed || peer.failed) {
-            request.fail(new TransferException("UCX peer " + peer.name() + " is " + (peer.failed ? "failed" : "closed")));
+            request.fail(
+                    new TransferException("UCX peer " + peer.name() + " is " + (peer.failed ? "failed" : "closed")));
             return;
         }
         request.deadline = request.started + settings.requestTimeout().toNanos();
@@ -547,8 +561,8 @@ public final class UcxTransferEngine implements TransferEngine {
                 complete(flush, peer.endpoint.flush(sendCallback, flush.id));
             }
         } catch (RuntimeException e) {
-            request.fail(new TransferException("UCX " + request.op + " to " + peer.name() + " failed: "
-                    + e.getMessage(), e));
+            request.fail(new TransferException(
+                    "UCX " + request.op + " to " + peer.name() + " failed: " + e.getMessage(), e));
         }
         request.posted = true;
         request.maybeFinish();
@@ -580,10 +594,20 @@ public final class UcxTransferEngine implements TransferEngine {
         chunk.header = null; // owned by the send until it completes
         ops.put(send.id, send);
         MemorySegment st = request.op == TransferOp.WRITE
-                ? peer.endpoint.amSend(AM_WRITE, send.header.asSlice(0, REQUEST_HEADER), slice, Ucp.AM_SEND_FLAG_REPLY,
-                        sendCallback, send.id)
-                : peer.endpoint.amSend(AM_READ, send.header.asSlice(0, REQUEST_HEADER), MemorySegment.NULL.reinterpret(0),
-                        Ucp.AM_SEND_FLAG_REPLY, sendCallback, send.id);
+                ? peer.endpoint.amSend(
+                        AM_WRITE,
+                        send.header.asSlice(0, REQUEST_HEADER),
+                        slice,
+                        Ucp.AM_SEND_FLAG_REPLY,
+                        sendCallback,
+                        send.id)
+                : peer.endpoint.amSend(
+                        AM_READ,
+                        send.header.asSlice(0, REQUEST_HEADER),
+                        MemorySegment.NULL.reinterpret(0),
+                        Ucp.AM_SEND_FLAG_REPLY,
+                        sendCallback,
+                        send.id);
         complete(send, st);
     }
 
@@ -634,8 +658,10 @@ public final class UcxTransferEngine implements TransferEngine {
             return;
         }
         if (status != UcpStatus.OK) {
-            failPeerRequests(r, "UCX " + r.op + " with " + r.peer.name() + " failed: " + UcpStatus.describe(status)
-                    + " (" + status + ")");
+            failPeerRequests(
+                    r,
+                    "UCX " + r.op + " with " + r.peer.name() + " failed: " + UcpStatus.describe(status) + " (" + status
+                            + ")");
             return;
         }
         if (op.kind != UcxOpKind.SEND_NO_COUNT) {
@@ -655,8 +681,9 @@ public final class UcxTransferEngine implements TransferEngine {
                 it.remove();
             } else if (now > r.deadline) {
                 it.remove();
-                r.fail(new TransferException("UCX " + r.op + " of " + r.bytes + " bytes with " + r.peer.name()
-                        + " timed out after " + Duration.ofNanos(now - r.started).toMillis() + " ms; disconnecting"));
+                r.fail(new TransferException(
+                        "UCX " + r.op + " of " + r.bytes + " bytes with " + r.peer.name() + " timed out after "
+                                + Duration.ofNanos(now - r.started).toMillis() + " ms; disconnecting"));
                 r.peer.failed = true;
                 dropOps(r.peer);
                 closeEndpoint(r.peer, true);
@@ -673,7 +700,8 @@ public final class UcxTransferEngine implements TransferEngine {
                 return;
             }
             peer.failed = true;
-            String why = "UCX endpoint to " + peer.name() + " failed: " + UcpStatus.describe(status) + " (" + status + ")";
+            String why =
+                    "UCX endpoint to " + peer.name() + " failed: " + UcpStatus.describe(status) + " (" + status + ")";
             LOG.warn(why);
             for (UcxRequest r : requests) {
                 if (r.peer == peer) {
@@ -689,13 +717,21 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     private void dropOps(UcxPeer peer) {
-        ops.values().removeIf(op -> op.request != null && op.request.peer == peer && op.ucxRequest == null
-                && op.kind == UcxOpKind.AWAIT_REPLY);
+        ops.values()
+                .removeIf(op -> op.request != null
+                        && op.request.peer == peer
+                        && op.ucxRequest == null
+                        && op.kind == UcxOpKind.AWAIT_REPLY);
     }
 
     // ---------------------------------------------------------------- serving peers (active messages)
 
-    private int onWrite(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data, long length,
+    private int onWrite(
+            MemorySegment arg,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
             MemorySegment param) {
         try {
             MemorySegment h = header.reinterpret(headerLength);
@@ -710,7 +746,9 @@ public final class UcxTransferEngine implements TransferEngine {
                 if ((attr & Ucp.AM_RECV_ATTR_FLAG_RNDV) != 0) {
                     worker.amDataRelease(data);
                 }
-                LOG.warn("refused a WRITE of {} bytes to 0x{}: not inside memory registered here", length,
+                LOG.warn(
+                        "refused a WRITE of {} bytes to 0x{}: not inside memory registered here",
+                        length,
                         Long.toHexString(address));
                 reply(replyEp, AM_WRITE_ACK, opId, UcpStatus.ERR_INVALID_ADDR, MemorySegment.NULL.reinterpret(0));
                 return UcpStatus.OK;
@@ -731,7 +769,12 @@ public final class UcxTransferEngine implements TransferEngine {
         return UcpStatus.OK;
     }
 
-    private int onRead(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data, long length,
+    private int onRead(
+            MemorySegment arg,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
             MemorySegment param) {
         try {
             MemorySegment h = header.reinterpret(headerLength);
@@ -739,11 +782,13 @@ public final class UcxTransferEngine implements TransferEngine {
             long address = h.get(JAVA_LONG_UNALIGNED, 8);
             long wanted = h.get(JAVA_LONG_UNALIGNED, 16);
             MemorySegment p = param.reinterpret(16);
-            MemorySegment replyEp = (p.get(JAVA_LONG, 0) & Ucp.AM_RECV_ATTR_REPLY_EP) != 0 ? p.get(ADDRESS, 8)
-                    : MemorySegment.NULL;
+            MemorySegment replyEp =
+                    (p.get(JAVA_LONG, 0) & Ucp.AM_RECV_ATTR_REPLY_EP) != 0 ? p.get(ADDRESS, 8) : MemorySegment.NULL;
             MemorySegment source = resolve(address, wanted);
             if (source == null) {
-                LOG.warn("refused a READ of {} bytes at 0x{}: not inside memory registered here", wanted,
+                LOG.warn(
+                        "refused a READ of {} bytes at 0x{}: not inside memory registered here",
+                        wanted,
                         Long.toHexString(address));
                 reply(replyEp, AM_READ_REPLY, opId, UcpStatus.ERR_INVALID_ADDR, MemorySegment.NULL.reinterpret(0));
             } else {
@@ -756,7 +801,12 @@ public final class UcxTransferEngine implements TransferEngine {
     }
 
     /** A WRITE_ACK or READ_REPLY arrived for one of our chunks. */
-    private int onReply(MemorySegment arg, MemorySegment header, long headerLength, MemorySegment data, long length,
+    private int onReply(
+            MemorySegment arg,
+            MemorySegment header,
+            long headerLength,
+            MemorySegment data,
+            long length,
             MemorySegment param) {
         try {
             MemorySegment h = header.reinterpret(headerLength);
@@ -776,8 +826,10 @@ public final class UcxTransferEngine implements TransferEngine {
                     worker.amDataRelease(data);
                 }
                 ops.remove(opId);
-                failPeerRequests(chunk.request, "UCX " + chunk.request.op + " with " + chunk.request.peer.name()
-                        + " refused by the peer: " + UcpStatus.describe(status) + " (address outside its registered memory)");
+                failPeerRequests(
+                        chunk.request,
+                        "UCX " + chunk.request.op + " with " + chunk.request.peer.name() + " refused by the peer: "
+                                + UcpStatus.describe(status) + " (address outside its registered memory)");
                 return UcpStatus.OK;
             }
             if (chunk.request.op == TransferOp.WRITE) {
@@ -787,8 +839,10 @@ public final class UcxTransferEngine implements TransferEngine {
                     worker.amDataRelease(data);
                 }
                 ops.remove(opId);
-                failPeerRequests(chunk.request, "UCX READ from " + chunk.request.peer.name() + " answered " + length
-                        + " bytes, expected " + chunk.target.byteSize());
+                failPeerRequests(
+                        chunk.request,
+                        "UCX READ from " + chunk.request.peer.name() + " answered " + length + " bytes, expected "
+                                + chunk.target.byteSize());
             } else if (rndv) {
                 // Receive straight into the caller's memory; the chunk finishes with the receive.
                 chunk.kind = UcxOpKind.SEND;
@@ -813,8 +867,10 @@ public final class UcxTransferEngine implements TransferEngine {
         send.header.set(JAVA_LONG, 0, opId);
         send.header.set(JAVA_INT, 8, status);
         ops.put(send.id, send);
-        complete(send, worker.borrow(replyEp).amSend(id, send.header.asSlice(0, REPLY_HEADER), data, 0, sendCallback,
-                send.id));
+        complete(
+                send,
+                worker.borrow(replyEp)
+                        .amSend(id, send.header.asSlice(0, REPLY_HEADER), data, 0, sendCallback, send.id));
     }
 
     /** The registered memory covering [address, address + length), or null. */

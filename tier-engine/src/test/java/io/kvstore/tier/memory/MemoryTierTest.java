@@ -3,14 +3,14 @@ package io.kvstore.tier.memory;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.engine.TestBlocks;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.TierId;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -40,7 +40,8 @@ class MemoryTierTest {
         BlockRecord record = store(1, 10_000);
         MemorySegment dst = arena.allocate(16_384);
         tier.read(record.key(), dst);
-        assertThat(dst.asSlice(0, 10_000).mismatch(TestBlocks.bytes(arena, 1, 10_000))).isEqualTo(-1);
+        assertThat(dst.asSlice(0, 10_000).mismatch(TestBlocks.bytes(arena, 1, 10_000)))
+                .isEqualTo(-1);
         assertThat(tier.usedBytes()).isEqualTo(12_288);
         assertThat(tier.blockCount()).isEqualTo(1);
     }
@@ -73,7 +74,8 @@ class MemoryTierTest {
     void missingBlockIsReportedByKey() {
         BlockKey key = TestBlocks.key("ns", 7);
         assertThatThrownBy(() -> tier.read(key, arena.allocate(4096)))
-                .isInstanceOf(BlockNotFoundException.class).hasMessageContaining(key.toString());
+                .isInstanceOf(BlockNotFoundException.class)
+                .hasMessageContaining(key.toString());
     }
 
     @Test
@@ -93,13 +95,15 @@ class MemoryTierTest {
 
     @Test
     void cudaProvidersSayWhyTheyAreUnavailableWithoutAGpu() {
-        for (MemoryProvider provider : java.util.List.of(MemoryProvider.named("cuda-pinned"), MemoryProvider.named("cuda-device"))) {
+        for (MemoryProvider provider :
+                java.util.List.of(MemoryProvider.named("cuda-pinned"), MemoryProvider.named("cuda-device"))) {
             var availability = provider.availability();
             if (!availability.available()) {
                 assertThat(availability.detail()).isNotBlank();
                 assertThatThrownBy(() -> new MemoryTier(TierId.HBM, provider, 1 << 20, 1 << 20))
                         .isInstanceOf(IllegalStateException.class)
-                        .hasMessageContaining(provider.name()).hasMessageContaining(availability.detail());
+                        .hasMessageContaining(provider.name())
+                        .hasMessageContaining(availability.detail());
             }
         }
     }
@@ -107,8 +111,8 @@ class MemoryTierTest {
     @Test
     void deviceMemoryIsRefusedByTheCpuCopyingTier() {
         var device = MemoryProvider.named("cuda-device");
-        org.junit.jupiter.api.Assumptions.assumeTrue(device.availability().available(),
-                () -> "skipped: " + device.availability());
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                device.availability().available(), () -> "skipped: " + device.availability());
         assertThatThrownBy(() -> new MemoryTier(TierId.HBM, device, 1 << 20, 1 << 20))
                 .hasMessageContaining("only CUDA can copy");
     }

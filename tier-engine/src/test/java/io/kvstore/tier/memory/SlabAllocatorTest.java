@@ -56,14 +56,16 @@ class SlabAllocatorTest {
         long a = slabs.allocate(4 * KIB);
         slabs.allocate(4 * KIB);
         slabs.free(a, 4 * KIB);
-        assertThatThrownBy(() -> slabs.free(a, 4 * KIB)).isInstanceOf(IllegalStateException.class)
+        assertThatThrownBy(() -> slabs.free(a, 4 * KIB))
+                .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("freed twice");
     }
 
     @Test
     void blockLargerThanSlabIsRefusedWithAdvice() {
         SlabAllocator slabs = new SlabAllocator(256 * KIB, 64 * KIB);
-        assertThatThrownBy(() -> slabs.allocate(128 * KIB)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> slabs.allocate(128 * KIB))
+                .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("slab-size");
     }
 }

@@ -1,12 +1,11 @@
 package io.kvstore.tier.nvme;
 
+import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.Checksums;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.List;
 
 /**
  * Child process of {@link NvmeTierCrashTest}: stores blocks in a loop and prints "ACK id" after each
@@ -23,7 +22,8 @@ public final class NvmeCrashWriter {
             System.out.flush();
             for (long id = 1; ; id++) {
                 MemorySegment bytes = TestBlocks.bytes(arena, id, blockSize);
-                tier.write(new BlockRecord(TestBlocks.key("crash", id), null, blockSize, Checksums.crc32c(bytes)), bytes);
+                tier.write(
+                        new BlockRecord(TestBlocks.key("crash", id), null, blockSize, Checksums.crc32c(bytes)), bytes);
                 System.out.println("ACK " + id);
                 System.out.flush();
                 if (id % 64 == 0) {

@@ -2,8 +2,8 @@ package io.kvstore.tier.nvme;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
-import io.kvstore.tier.BlockRecord;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -37,12 +37,20 @@ class NvmeTierCrashTest {
     @Test
     void acknowledgedBlocksSurviveSigkill() throws Exception {
         String java = ProcessHandle.current().info().command().orElse("java");
-        Process child = new ProcessBuilder(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), NvmeCrashWriter.class.getName(), dir.toString(),
-                String.valueOf(BLOCK)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process child = new ProcessBuilder(
+                        java,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        NvmeCrashWriter.class.getName(),
+                        dir.toString(),
+                        String.valueOf(BLOCK))
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         Set<Long> acknowledged = new HashSet<>();
         long lastAck = 0;
-        try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
+        try (BufferedReader out =
+                new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
             String line;
             while ((line = out.readLine()) != null && System.nanoTime() < deadline) {
@@ -69,7 +77,8 @@ class NvmeTierCrashTest {
                 mustExist.add(id);
             }
         }
-        try (Arena arena = Arena.ofConfined(); NvmeTier tier = new NvmeTier(config(dir))) {
+        try (Arena arena = Arena.ofConfined();
+                NvmeTier tier = new NvmeTier(config(dir))) {
             List<Long> recovered = new ArrayList<>();
             for (BlockRecord r : tier.recovered()) {
                 recovered.add(r.key().hash().asLong());
@@ -78,9 +87,12 @@ class NvmeTierCrashTest {
             for (long id : recovered) {
                 MemorySegment dst = arena.allocate(BLOCK);
                 tier.read(TestBlocks.key("crash", id), dst);
-                assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK))).as("block %d", id).isEqualTo(-1);
+                assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)))
+                        .as("block %d", id)
+                        .isEqualTo(-1);
             }
-            System.out.printf("crash test: %d acknowledged, %d must exist, %d recovered, all exact%n",
+            System.out.printf(
+                    "crash test: %d acknowledged, %d must exist, %d recovered, all exact%n",
                     acknowledged.size(), mustExist.size(), recovered.size());
         }
     }

@@ -3,8 +3,8 @@ package io.kvstore.tier.nvme;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
-import io.kvstore.tier.BlockRecord;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -34,7 +34,8 @@ class NvmeTierSizeLimitTest {
         assumeTrue(new ProcessBuilder("prlimit", "--version").start().waitFor() == 0, "util-linux prlimit not found");
         Path data = dir.resolve("nvme");
         int block = SizeLimitedWriter.BLOCK;
-        try (Arena arena = Arena.ofConfined(); NvmeTier tier = new NvmeTier(SizeLimitedWriter.config(data))) {
+        try (Arena arena = Arena.ofConfined();
+                NvmeTier tier = new NvmeTier(SizeLimitedWriter.config(data))) {
             for (int id = 0; id < 2; id++) {
                 MemorySegment src = TestBlocks.bytes(arena, id, block);
                 tier.write(SizeLimitedWriter.record(id, src), src);
@@ -48,20 +49,40 @@ class NvmeTierSizeLimitTest {
             Files.copy(in, libDir.resolve(libFile));
         }
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process child = new ProcessBuilder("prlimit", "--fsize=" + (512 * 1024), java, "-Xmx128m",
-                "--enable-native-access=ALL-UNNAMED", "-Djava.library.path=" + libDir, "-cp",
-                System.getProperty("java.class.path"), SizeLimitedWriter.class.getName(), data.toString(), "2")
-                .redirectError(dir.resolve("child.log").toFile()).start();
-        List<String> lines = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8).lines().toList();
+        Process child = new ProcessBuilder(
+                        "prlimit",
+                        "--fsize=" + (512 * 1024),
+                        java,
+                        "-Xmx128m",
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-Djava.library.path=" + libDir,
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        SizeLimitedWriter.class.getName(),
+                        data.toString(),
+                        "2")
+                .redirectError(dir.resolve("child.log").toFile())
+                .start();
+        List<String> lines = new String(child.getInputStream().readAllBytes(), StandardCharsets.UTF_8)
+                .lines()
+                .toList();
         assertThat(child.waitFor(60, TimeUnit.SECONDS)).isTrue();
         String log = Files.readString(dir.resolve("child.log"));
-        assertThat(lines).as("child output; its log: %s", log).contains("SERVED 0", "SERVED 1", "STILL 0", "STILL 1", "HOLDS 2");
-        assertThat(lines).as(log).anySatisfy(l -> assertThat(l).startsWith("FAILED 2 ").contains("pwrite")
-                .contains("File too large (errno 27)"));
-        assertThat(lines).as(log).anySatisfy(l -> assertThat(l).startsWith("FAILED 3 ").contains("File too large"));
+        assertThat(lines)
+                .as("child output; its log: %s", log)
+                .contains("SERVED 0", "SERVED 1", "STILL 0", "STILL 1", "HOLDS 2");
+        assertThat(lines)
+                .as(log)
+                .anySatisfy(l ->
+                        assertThat(l).startsWith("FAILED 2 ").contains("pwrite").contains("File too large (errno 27)"));
+        assertThat(lines)
+                .as(log)
+                .anySatisfy(l -> assertThat(l).startsWith("FAILED 3 ").contains("File too large"));
 
-        try (Arena arena = Arena.ofConfined(); NvmeTier tier = new NvmeTier(SizeLimitedWriter.config(data))) {
-            assertThat(tier.recovered()).extracting(BlockRecord::key)
+        try (Arena arena = Arena.ofConfined();
+                NvmeTier tier = new NvmeTier(SizeLimitedWriter.config(data))) {
+            assertThat(tier.recovered())
+                    .extracting(BlockRecord::key)
                     .containsExactlyInAnyOrder(TestBlocks.key("m", 0), TestBlocks.key("m", 1));
             for (int id = 0; id < 2; id++) {
                 MemorySegment dst = arena.allocate(block, 4096);

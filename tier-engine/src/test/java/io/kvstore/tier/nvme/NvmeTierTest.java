@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
@@ -43,8 +43,8 @@ class NvmeTierTest {
     }
 
     private BlockRecord record(long id, int length, MemorySegment bytes) {
-        return new BlockRecord(TestBlocks.key("m", id), id == 1 ? null : BlockHash.ofLong(id - 1), length,
-                Checksums.crc32c(bytes));
+        return new BlockRecord(
+                TestBlocks.key("m", id), id == 1 ? null : BlockHash.ofLong(id - 1), length, Checksums.crc32c(bytes));
     }
 
     private BlockRecord store(NvmeTier tier, long id) throws IOException {
@@ -57,7 +57,9 @@ class NvmeTierTest {
     private void assertReadsBack(NvmeTier tier, long id) throws IOException {
         MemorySegment dst = arena.allocate(BLOCK);
         tier.read(TestBlocks.key("m", id), dst);
-        assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK))).as("block %d", id).isEqualTo(-1);
+        assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)))
+                .as("block %d", id)
+                .isEqualTo(-1);
     }
 
     @Test
@@ -124,7 +126,8 @@ class NvmeTierTest {
                 file.write(b ^ 0x01);
                 file.getFD().sync();
             }
-            assertThatThrownBy(() -> tier.read(key, arena.allocate(BLOCK))).isInstanceOf(ChecksumMismatchException.class);
+            assertThatThrownBy(() -> tier.read(key, arena.allocate(BLOCK)))
+                    .isInstanceOf(ChecksumMismatchException.class);
             assertThat(tier.checksumFailures()).isEqualTo(1);
             assertThat(tier.contains(key)).isFalse();
             assertThatThrownBy(() -> tier.read(key, arena.allocate(BLOCK))).isInstanceOf(BlockNotFoundException.class);
@@ -158,7 +161,8 @@ class NvmeTierTest {
     void diskFullIsAClearErrorAndNothingPointsAtUnwrittenData() throws Exception {
         Path mount = Files.createTempDirectory("kvstore-full");
         Process p = new ProcessBuilder("mount", "-t", "tmpfs", "-o", "size=1200k", "tmpfs", mount.toString())
-                .redirectErrorStream(true).start();
+                .redirectErrorStream(true)
+                .start();
         String output = new String(p.getInputStream().readAllBytes());
         assumeTrue(p.waitFor() == 0, () -> "skipped: cannot mount a small tmpfs here (" + output.trim() + ")");
         try {
@@ -183,7 +187,10 @@ class NvmeTierTest {
                 assertThat(tier.blockCount()).isEqualTo(stored);
             }
             // the operator frees space; on restart every indexed block must read back whole
-            assertThat(new ProcessBuilder("mount", "-o", "remount,size=16m", mount.toString()).start().waitFor()).isZero();
+            assertThat(new ProcessBuilder("mount", "-o", "remount,size=16m", mount.toString())
+                            .start()
+                            .waitFor())
+                    .isZero();
             try (NvmeTier tier = new NvmeTier(config(mount, 4 << 20))) {
                 assertThat(tier.recovered().size()).isEqualTo(tier.blockCount()).isPositive();
                 for (BlockRecord r : tier.recovered()) {
@@ -203,7 +210,8 @@ class NvmeTierTest {
             store(tier, 1);
         }
         assertThatThrownBy(() -> new NvmeTier(config(dir, 8 << 20)))
-                .hasMessageContaining("was created with").hasMessageContaining("capacity=4194304");
+                .hasMessageContaining("was created with")
+                .hasMessageContaining("capacity=4194304");
     }
 
     @Test
@@ -218,7 +226,9 @@ class NvmeTierTest {
     void filesystemWithoutODirectWorksBuffered() throws Exception {
         // ramfs has no direct I/O at all (tmpfs has it since Linux 6.6), so it stands in for such filesystems
         Path mount = Files.createTempDirectory("kvstore-ramfs");
-        Process p = new ProcessBuilder("mount", "-t", "ramfs", "ramfs", mount.toString()).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder("mount", "-t", "ramfs", "ramfs", mount.toString())
+                .redirectErrorStream(true)
+                .start();
         String output = new String(p.getInputStream().readAllBytes());
         assumeTrue(p.waitFor() == 0, () -> "skipped: cannot mount ramfs here (" + output.trim() + ")");
         try {

@@ -1,7 +1,7 @@
 package io.kvstore.tier.nvme;
 
+import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
-import io.kvstore.tier.BlockRecord;
 import io.kvstore.tier.Checksums;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -26,11 +26,13 @@ public final class SizeLimitedWriter {
 
     public static void main(String[] args) throws Exception {
         int existing = Integer.parseInt(args[1]);
-        try (Arena arena = Arena.ofConfined(); NvmeTier tier = new NvmeTier(config(Path.of(args[0])))) {
+        try (Arena arena = Arena.ofConfined();
+                NvmeTier tier = new NvmeTier(config(Path.of(args[0])))) {
             for (int id = 0; id < existing; id++) {
                 MemorySegment dst = arena.allocate(BLOCK, 4096);
                 tier.read(TestBlocks.key("m", id), dst);
-                System.out.println(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)) == -1 ? "SERVED " + id : "WRONG " + id);
+                System.out.println(
+                        dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)) == -1 ? "SERVED " + id : "WRONG " + id);
             }
             for (int id = existing; id < existing + 2; id++) {
                 MemorySegment src = TestBlocks.bytes(arena, id, BLOCK);
@@ -44,7 +46,8 @@ public final class SizeLimitedWriter {
             for (int id = 0; id < existing; id++) {
                 MemorySegment dst = arena.allocate(BLOCK, 4096);
                 tier.read(TestBlocks.key("m", id), dst);
-                System.out.println(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)) == -1 ? "STILL " + id : "WRONG " + id);
+                System.out.println(
+                        dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)) == -1 ? "STILL " + id : "WRONG " + id);
             }
             System.out.println("HOLDS " + tier.blockCount());
         }

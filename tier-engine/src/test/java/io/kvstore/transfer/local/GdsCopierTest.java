@@ -34,8 +34,8 @@ class GdsCopierTest {
         assumeTrue(CudaRuntime.availability().available(), () -> "skipped: " + CudaRuntime.availability());
         assumeTrue(CudaRuntime.get().deviceCount() > 0, "skipped: no CUDA device");
         String base = System.getenv("KVSTORE_GDS_DIR");
-        Path dir = Files.createTempDirectory(Files.createDirectories(Path.of(base == null || base.isBlank() ? "target" : base)),
-                "gds-copier");
+        Path dir = Files.createTempDirectory(
+                Files.createDirectories(Path.of(base == null || base.isBlank() ? "target" : base)), "gds-copier");
         Path file = dir.resolve("blocks");
         int fd;
         try {
@@ -49,7 +49,8 @@ class GdsCopierTest {
         cufile.driverOpen();
         MemorySegment source = cuda.malloc((long) BLOCKS * BLOCK);
         MemorySegment target = cuda.malloc((long) BLOCKS * BLOCK);
-        try (Arena arena = Arena.ofConfined(); CuFileHandle handle = cufile.register(fd, file.toString())) {
+        try (Arena arena = Arena.ofConfined();
+                CuFileHandle handle = cufile.register(fd, file.toString())) {
             MemorySegment host = arena.allocate((long) BLOCKS * BLOCK, 4096);
             for (long i = 0; i < host.byteSize(); i += 8) {
                 host.set(ValueLayout.JAVA_LONG_UNALIGNED, i, i * 0x9E3779B97F4A7C15L);

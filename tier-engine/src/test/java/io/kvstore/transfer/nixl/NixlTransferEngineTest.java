@@ -36,8 +36,8 @@ class NixlTransferEngineTest {
     private static Set<String> ucxBackends() {
         System.out.println("NIXL: " + Nixl.availability());
         assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
-        var resolved = NixlBackendSelection.resolve(Map.of("DYN_KVBM_NIXL_BACKEND_UCX", "true"), Map.of(), false,
-                NixlBackendProbe.ofThisMachine());
+        var resolved = NixlBackendSelection.resolve(
+                Map.of("DYN_KVBM_NIXL_BACKEND_UCX", "true"), Map.of(), false, NixlBackendProbe.ofThisMachine());
         System.out.println(resolved.summary());
         assumeTrue(resolved.enabled().contains("UCX"), () -> "skipped: " + resolved.summary());
         return resolved.enabled();
@@ -64,7 +64,8 @@ class NixlTransferEngineTest {
         assumeTrue(!Nixl.availability().available(), "NIXL is present here; the refusal cannot be observed");
         assertThatThrownBy(() -> new NixlTransferEngine("kvstore-test", Set.of("UCX"), Duration.ofSeconds(1)))
                 .isInstanceOf(IllegalStateException.class)
-                .hasMessage("NIXL transfer engine unavailable: " + Nixl.availability().detail());
+                .hasMessage("NIXL transfer engine unavailable: "
+                        + Nixl.availability().detail());
     }
 
     @ParameterizedTest
@@ -78,7 +79,8 @@ class NixlTransferEngineTest {
         Set<String> backends = ucxBackends();
         try (Arena arena = Arena.ofShared();
                 NixlTransferEngine kvstore = new NixlTransferEngine("kvstore-store", backends, Duration.ofSeconds(30));
-                NixlTransferEngine engine = new NixlTransferEngine("kvstore-engine", backends, Duration.ofSeconds(30))) {
+                NixlTransferEngine engine =
+                        new NixlTransferEngine("kvstore-engine", backends, Duration.ofSeconds(30))) {
             assertThat(engine.backend()).isEqualTo("NIXL/UCX");
             MemorySegment pool = arena.allocate(BLOCK * BLOCKS, 4096);
             MemorySegment source = arena.allocate(BLOCK * BLOCKS, 4096);
@@ -101,13 +103,16 @@ class NixlTransferEngineTest {
                     assertThat(written.transfers()).isEqualTo(BLOCKS / 2);
                     for (int b = 0; b < BLOCKS; b++) {
                         int slot = (BLOCKS - 2 - (b & ~1)) + (b & 1);
-                        assertThat(crc(pool.asSlice(slot * BLOCK, BLOCK))).isEqualTo(crc(source.asSlice(b * BLOCK, BLOCK)));
+                        assertThat(crc(pool.asSlice(slot * BLOCK, BLOCK)))
+                                .isEqualTo(crc(source.asSlice(b * BLOCK, BLOCK)));
                     }
-                    TransferResult read = engine.post(TransferOp.READ, backRegion, store, remote, spans).get(60, TimeUnit.SECONDS);
+                    TransferResult read = engine.post(TransferOp.READ, backRegion, store, remote, spans)
+                            .get(60, TimeUnit.SECONDS);
                     assertThat(read.bytes()).isEqualTo(BLOCK * BLOCKS);
                     assertThat(crc(back)).isEqualTo(crc(source));
-                    System.out.printf("NIXL/UCX: wrote %d MiB in %s, read in %s%n", (BLOCK * BLOCKS) >> 20,
-                            written.elapsed(), read.elapsed());
+                    System.out.printf(
+                            "NIXL/UCX: wrote %d MiB in %s, read in %s%n",
+                            (BLOCK * BLOCKS) >> 20, written.elapsed(), read.elapsed());
                 }
             }
         }
@@ -121,10 +126,13 @@ class NixlTransferEngineTest {
                 NixlTransferEngine b = new NixlTransferEngine("kvstore-b", backends, Duration.ofSeconds(5))) {
             MemorySegment mine = arena.allocate(8192, 4096);
             MemorySegment theirs = arena.allocate(4096, 4096);
-            try (LocalRegion local = a.register(mine, MemoryKind.DRAM); LocalRegion remote = b.register(theirs, MemoryKind.DRAM);
+            try (LocalRegion local = a.register(mine, MemoryKind.DRAM);
+                    LocalRegion remote = b.register(theirs, MemoryKind.DRAM);
                     Peer peer = a.connect("b", b.localAddress())) {
-                assertThatThrownBy(() -> a.post(TransferOp.READ, local, peer, remote.describe(), List.of(new TransferSpan(0, 0, 8192))))
-                        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("lies outside");
+                assertThatThrownBy(() -> a.post(
+                                TransferOp.READ, local, peer, remote.describe(), List.of(new TransferSpan(0, 0, 8192))))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("lies outside");
             }
         }
     }

@@ -8,8 +8,7 @@ import java.util.zip.CRC32C;
 /** Deterministic block contents and their checksums, so each side can verify without the other's bytes. */
 final class Patterns {
 
-    private Patterns() {
-    }
+    private Patterns() {}
 
     /** Fills {@code block} with the pattern of block number {@code index} under {@code seed}. */
     static void fill(MemorySegment block, long seed, long index) {
@@ -34,8 +33,8 @@ final class Patterns {
     }
 
     /** CRC32C of a region whose block i holds pattern {@code order(i)}, computed through one scratch block. */
-    static long expectedCrc(long blocks, long blockSize, long seed, java.util.function.LongUnaryOperator order,
-            MemorySegment scratch) {
+    static long expectedCrc(
+            long blocks, long blockSize, long seed, java.util.function.LongUnaryOperator order, MemorySegment scratch) {
         CRC32C crc = new CRC32C();
         MemorySegment block = scratch.asSlice(0, blockSize);
         for (long i = 0; i < blocks; i++) {

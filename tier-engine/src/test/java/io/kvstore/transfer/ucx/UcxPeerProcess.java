@@ -22,7 +22,8 @@ public final class UcxPeerProcess {
         long seed = Long.parseLong(args[3]);
         HexFormat hex = HexFormat.of();
         try (Arena arena = Arena.ofShared();
-                UcxTransferEngine engine = UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls))) {
+                UcxTransferEngine engine =
+                        UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls))) {
             try (LocalRegion region = engine.allocate(size)) {
                 MemorySegment segment = region.segment();
                 Patterns.fillRegion(segment, block, seed);

@@ -49,8 +49,8 @@ class UcxTransferEngineTest {
     }
 
     private UcxTransferEngine engine(String tls) {
-        UcxTransferEngine e = UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls)
-                .withRequestTimeout(Duration.ofSeconds(20)));
+        UcxTransferEngine e = UcxTransferEngine.create(
+                UcxSettings.defaults().withTransports(tls).withRequestTimeout(Duration.ofSeconds(20)));
         closeables.add(e);
         return e;
     }
@@ -81,7 +81,8 @@ class UcxTransferEngineTest {
         assertThat(peer.path()).as(peer.endpointInfo()).isEqualTo(expectedPath);
         MemorySegment scratch = arena.allocate(BLOCK);
 
-        TransferResult read = a.post(TransferOp.READ, mine, peer, theirs.describe(), reversed()).get(60, TimeUnit.SECONDS);
+        TransferResult read = a.post(TransferOp.READ, mine, peer, theirs.describe(), reversed())
+                .get(60, TimeUnit.SECONDS);
         assertThat(read.bytes()).isEqualTo(BLOCK * BLOCKS);
         assertThat(read.transfers()).isEqualTo(BLOCKS);
         assertThat(Patterns.crc(mine.segment()))
@@ -114,7 +115,8 @@ class UcxTransferEngineTest {
         for (int i = 0; i < BLOCKS; i++) {
             spans.add(new TransferSpan(i * BLOCK, i * BLOCK, BLOCK));
         }
-        TransferResult r = a.post(TransferOp.READ, mine, peer, theirs.describe(), spans).get(60, TimeUnit.SECONDS);
+        TransferResult r =
+                a.post(TransferOp.READ, mine, peer, theirs.describe(), spans).get(60, TimeUnit.SECONDS);
         assertThat(r.transfers()).isEqualTo(1);
         assertThat(mine.segment().mismatch(theirs.segment())).isEqualTo(-1);
     }
@@ -128,12 +130,15 @@ class UcxTransferEngineTest {
         UcxPeer peer = a.connect("b", b.localAddress());
         byte[] key = theirs.remoteKey();
         key[key.length / 2] ^= 0x5A;
-        RemoteRegion forged = new RemoteRegion(theirs.segment().address(), theirs.segment().byteSize(), key);
+        RemoteRegion forged =
+                new RemoteRegion(theirs.segment().address(), theirs.segment().byteSize(), key);
         assertThatThrownBy(() -> a.post(TransferOp.READ, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK))))
-                .isInstanceOf(TransferException.class).hasMessageContaining("CRC32C");
+                .isInstanceOf(TransferException.class)
+                .hasMessageContaining("CRC32C");
         RemoteRegion garbage = new RemoteRegion(theirs.segment().address(), BLOCK, new byte[] {1, 2, 3});
         assertThatThrownBy(() -> a.post(TransferOp.READ, mine, peer, garbage, List.of(new TransferSpan(0, 0, BLOCK))))
-                .isInstanceOf(TransferException.class).hasMessageContaining("too short");
+                .isInstanceOf(TransferException.class)
+                .hasMessageContaining("too short");
     }
 
     @Test
@@ -143,13 +148,19 @@ class UcxTransferEngineTest {
         LocalRegion mine = region(a, 1);
         LocalRegion theirs = region(b, 2);
         UcxPeer peer = a.connect("b", b.localAddress());
-        RemoteRegion moved = new RemoteRegion(theirs.segment().address() + (1L << 40), theirs.segment().byteSize(),
-                theirs.remoteKey());
+        RemoteRegion moved = new RemoteRegion(
+                theirs.segment().address() + (1L << 40), theirs.segment().byteSize(), theirs.remoteKey());
         assertThatThrownBy(() -> a.post(TransferOp.WRITE, mine, peer, moved, List.of(new TransferSpan(0, 0, BLOCK))))
-                .isInstanceOf(TransferException.class).hasMessageContaining("does not match its key");
-        assertThatThrownBy(() -> a.post(TransferOp.WRITE, mine, peer, theirs.describe(),
-                List.of(new TransferSpan(0, BLOCK * BLOCKS - 8, 16))))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("outside");
+                .isInstanceOf(TransferException.class)
+                .hasMessageContaining("does not match its key");
+        assertThatThrownBy(() -> a.post(
+                        TransferOp.WRITE,
+                        mine,
+                        peer,
+                        theirs.describe(),
+                        List.of(new TransferSpan(0, BLOCK * BLOCKS - 8, 16))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("outside");
     }
 
     @Test
@@ -162,11 +173,14 @@ class UcxTransferEngineTest {
         // A key that passes the local checks but claims memory the peer never registered.
         RegionKey real = RegionKey.decode(theirs.remoteKey());
         long elsewhere = theirs.segment().address() + (1L << 40);
-        RemoteRegion forged = new RemoteRegion(elsewhere, BLOCK,
-                new RegionKey(elsewhere, BLOCK, real.packedRkey()).encode());
+        RemoteRegion forged =
+                new RemoteRegion(elsewhere, BLOCK, new RegionKey(elsewhere, BLOCK, real.packedRkey()).encode());
         var future = a.post(TransferOp.WRITE, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK)));
-        assertThatThrownBy(() -> future.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
-                .cause().isInstanceOf(TransferException.class).hasMessageContaining("refused by the peer");
+        assertThatThrownBy(() -> future.get(20, TimeUnit.SECONDS))
+                .isInstanceOf(ExecutionException.class)
+                .cause()
+                .isInstanceOf(TransferException.class)
+                .hasMessageContaining("refused by the peer");
         var read = a.post(TransferOp.READ, mine, peer, forged, List.of(new TransferSpan(0, 0, BLOCK)));
         assertThatThrownBy(() -> read.get(20, TimeUnit.SECONDS)).cause().isInstanceOf(TransferException.class);
         assertThat(Patterns.crc(theirs.segment())).isEqualTo(Patterns.crc(theirs.segment()));
@@ -181,7 +195,9 @@ class UcxTransferEngineTest {
         UcxPeer peer = a.connect("b", b.localAddress());
         peer.close();
         var future = a.post(TransferOp.READ, mine, peer, theirs.describe(), List.of(new TransferSpan(0, 0, BLOCK)));
-        assertThatThrownBy(() -> future.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(TransferException.class)
+        assertThatThrownBy(() -> future.get(5, TimeUnit.SECONDS))
+                .cause()
+                .isInstanceOf(TransferException.class)
                 .hasMessageContaining("closed");
     }
 
@@ -189,7 +205,8 @@ class UcxTransferEngineTest {
     void onlyHostMemoryCanBeRegistered() {
         UcxTransferEngine a = engine("sm");
         assertThatThrownBy(() -> a.register(arena.allocate(4096), MemoryKind.VRAM))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("VRAM");
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("VRAM");
     }
 
     /**
@@ -215,7 +232,9 @@ class UcxTransferEngineTest {
         assertThat(inFlight).succeedsWithin(Duration.ofSeconds(30));
 
         LocalRegion next = region(a, 5);
-        assertThat(a.post(TransferOp.READ, next, peer, theirs.describe(), reversed()).get(60, TimeUnit.SECONDS).bytes())
+        assertThat(a.post(TransferOp.READ, next, peer, theirs.describe(), reversed())
+                        .get(60, TimeUnit.SECONDS)
+                        .bytes())
                 .isEqualTo(BLOCK * BLOCKS);
     }
 
@@ -228,6 +247,8 @@ class UcxTransferEngineTest {
         LocalRegion closed = a.allocate(BLOCK * BLOCKS);
         closed.close();
         assertThat(a.post(TransferOp.READ, closed, peer, theirs.describe(), reversed()))
-                .failsWithin(Duration.ofSeconds(10)).withThrowableThat().withMessageContaining("was closed");
+                .failsWithin(Duration.ofSeconds(10))
+                .withThrowableThat()
+                .withMessageContaining("was closed");
     }
 }

@@ -71,10 +71,19 @@ class UcxTwoProcessTest {
 
     private static Child start(String tls, long sizeMiB, long seed) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process p = new ProcessBuilder(java, "-Xmx128m", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), UcxPeerProcess.class.getName(),
-                tls, Long.toString(sizeMiB), Long.toString(MIB), Long.toString(seed))
-                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Process p = new ProcessBuilder(
+                        java,
+                        "-Xmx128m",
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        UcxPeerProcess.class.getName(),
+                        tls,
+                        Long.toString(sizeMiB),
+                        Long.toString(MIB),
+                        Long.toString(seed))
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         try {
             BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
             CompletableFuture<String> ready = CompletableFuture.supplyAsync(() -> {
@@ -89,8 +98,12 @@ class UcxTwoProcessTest {
             String[] f = line.split(" ");
             HexFormat hex = HexFormat.of();
             RemoteRegion region = new RemoteRegion(Long.parseLong(f[2]), Long.parseLong(f[3]), hex.parseHex(f[4]));
-            return new Child(p, out, new PrintStream(p.getOutputStream(), true, StandardCharsets.UTF_8),
-                    hex.parseHex(f[1]), region);
+            return new Child(
+                    p,
+                    out,
+                    new PrintStream(p.getOutputStream(), true, StandardCharsets.UTF_8),
+                    hex.parseHex(f[1]),
+                    region);
         } catch (Exception | AssertionError e) {
             p.destroyForcibly();
             throw e;
@@ -107,7 +120,8 @@ class UcxTwoProcessTest {
 
     private void gibibyteBothWays(String tls, UcxPath expected) throws Exception {
         try (Arena arena = Arena.ofShared();
-                UcxTransferEngine engine = UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls));
+                UcxTransferEngine engine =
+                        UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls));
                 Child child = start(tls, GIB_MIB, 7)) {
             MemorySegment scratch = arena.allocate(MIB, 4096);
             try (LocalRegion region = engine.allocate(GIB_MIB * MIB);
@@ -115,21 +129,24 @@ class UcxTwoProcessTest {
                 assertThat(peer.path()).as(peer.endpointInfo()).isEqualTo(expected);
                 MemorySegment local = region.segment();
 
-                TransferResult read = engine.post(TransferOp.READ, region, peer, child.region(),
-                        reversedBlocks(GIB_MIB)).get(60, TimeUnit.SECONDS);
-                System.out.printf("UCX %s READ 1 GiB in 1 MiB blocks: %d ms (%s)%n", tls, read.elapsed().toMillis(),
-                        peer.path());
+                TransferResult read = engine.post(
+                                TransferOp.READ, region, peer, child.region(), reversedBlocks(GIB_MIB))
+                        .get(60, TimeUnit.SECONDS);
+                System.out.printf(
+                        "UCX %s READ 1 GiB in 1 MiB blocks: %d ms (%s)%n",
+                        tls, read.elapsed().toMillis(), peer.path());
                 assertThat(read.transfers()).isEqualTo((int) GIB_MIB);
                 assertThat(Patterns.crc(local))
                         .isEqualTo(Patterns.expectedCrc(GIB_MIB, MIB, 7, i -> GIB_MIB - 1 - i, scratch));
 
                 Patterns.fillRegion(local, MIB, 8);
-                TransferResult write = engine.post(TransferOp.WRITE, region, peer, child.region(),
-                        reversedBlocks(GIB_MIB)).get(60, TimeUnit.SECONDS);
-                System.out.printf("UCX %s WRITE 1 GiB in 1 MiB blocks: %d ms (%s)%n", tls, write.elapsed().toMillis(),
-                        peer.path());
-                assertThat(child.crc())
-                        .isEqualTo(Patterns.expectedCrc(GIB_MIB, MIB, 8, i -> GIB_MIB - 1 - i, scratch));
+                TransferResult write = engine.post(
+                                TransferOp.WRITE, region, peer, child.region(), reversedBlocks(GIB_MIB))
+                        .get(60, TimeUnit.SECONDS);
+                System.out.printf(
+                        "UCX %s WRITE 1 GiB in 1 MiB blocks: %d ms (%s)%n",
+                        tls, write.elapsed().toMillis(), peer.path());
+                assertThat(child.crc()).isEqualTo(Patterns.expectedCrc(GIB_MIB, MIB, 8, i -> GIB_MIB - 1 - i, scratch));
             }
         }
     }
@@ -148,26 +165,32 @@ class UcxTwoProcessTest {
     void peerKilledMidTransferFailsTheRequestPromptly() throws Exception {
         Duration deadline = Duration.ofSeconds(60);
         try (Arena arena = Arena.ofShared();
-                UcxTransferEngine engine = UcxTransferEngine.create(UcxSettings.defaults().withTransports("tcp")
-                        .withRequestTimeout(deadline));
+                UcxTransferEngine engine = UcxTransferEngine.create(
+                        UcxSettings.defaults().withTransports("tcp").withRequestTimeout(deadline));
                 Child child = start("tcp", 512, 9)) {
             MemorySegment local = arena.allocate(512 * MIB, 4096);
             try (LocalRegion region = engine.register(local, MemoryKind.DRAM);
                     UcxPeer peer = engine.connect("child", child.address())) {
-                CompletableFuture<TransferResult> read = engine.post(TransferOp.READ, region, peer, child.region(),
-                        reversedBlocks(512));
+                CompletableFuture<TransferResult> read =
+                        engine.post(TransferOp.READ, region, peer, child.region(), reversedBlocks(512));
                 long waitUntil = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
                 while (local.get(ValueLayout.JAVA_LONG, 0) == 0 && !read.isDone() && System.nanoTime() < waitUntil) {
                     Thread.onSpinWait();
                 }
                 child.process().destroyForcibly();
                 long killed = System.nanoTime();
-                assertThat(read.isDone()).as("transfer must still be running when the peer is killed").isFalse();
-                assertThatThrownBy(() -> read.get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
-                        .cause().isInstanceOf(TransferException.class).hasMessageContaining("child");
+                assertThat(read.isDone())
+                        .as("transfer must still be running when the peer is killed")
+                        .isFalse();
+                assertThatThrownBy(() -> read.get(20, TimeUnit.SECONDS))
+                        .isInstanceOf(ExecutionException.class)
+                        .cause()
+                        .isInstanceOf(TransferException.class)
+                        .hasMessageContaining("child");
                 long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed);
                 System.out.println("UCX tcp: request failed " + tookMs + " ms after the peer was killed");
-                assertThat(tookMs).as("failure comes from UCX peer-failure detection, well before the deadline")
+                assertThat(tookMs)
+                        .as("failure comes from UCX peer-failure detection, well before the deadline")
                         .isLessThan(deadline.toMillis() / 2);
                 var after = engine.post(TransferOp.READ, region, peer, child.region(), reversedBlocks(1));
                 assertThatThrownBy(() -> after.get(5, TimeUnit.SECONDS)).cause().isInstanceOf(TransferException.class);
@@ -186,25 +209,28 @@ class UcxTwoProcessTest {
     void peerKilledMidTransferOverSharedMemoryNeitherHangsNorCrashes() throws Exception {
         Duration deadline = Duration.ofSeconds(30);
         try (Arena arena = Arena.ofShared();
-                UcxTransferEngine engine = UcxTransferEngine.create(UcxSettings.defaults().withTransports("sm")
-                        .withRequestTimeout(deadline));
+                UcxTransferEngine engine = UcxTransferEngine.create(
+                        UcxSettings.defaults().withTransports("sm").withRequestTimeout(deadline));
                 Child child = start("sm", 512, 11);
                 Child other = start("sm", 8, 12)) {
             MemorySegment scratch = arena.allocate(MIB, 4096);
             try (LocalRegion region = engine.allocate(512 * MIB);
                     UcxPeer peer = engine.connect("child", child.address())) {
-                CompletableFuture<TransferResult> read = engine.post(TransferOp.READ, region, peer, child.region(),
-                        reversedBlocks(512));
+                CompletableFuture<TransferResult> read =
+                        engine.post(TransferOp.READ, region, peer, child.region(), reversedBlocks(512));
                 child.process().destroyForcibly();
                 long killed = System.nanoTime();
                 try {
                     read.get(deadline.toSeconds() + 5, TimeUnit.SECONDS);
-                    System.out.println("UCX sm: READ from a peer killed mid-transfer completed from the mapped segment");
+                    System.out.println(
+                            "UCX sm: READ from a peer killed mid-transfer completed from the mapped segment");
                 } catch (ExecutionException e) {
                     assertThat(e.getCause()).isInstanceOf(TransferException.class);
-                    System.out.println("UCX sm: READ from a killed peer failed: " + e.getCause().getMessage());
+                    System.out.println("UCX sm: READ from a killed peer failed: "
+                            + e.getCause().getMessage());
                 }
-                assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed)).isLessThan(deadline.toMillis());
+                assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed))
+                        .isLessThan(deadline.toMillis());
                 assertThat(child.process().waitFor(10, TimeUnit.SECONDS)).isTrue();
 
                 long start = System.nanoTime();
@@ -219,10 +245,12 @@ class UcxTwoProcessTest {
                 } catch (TransferException refused) {
                     System.out.println("UCX sm: reconnecting to the dead peer failed: " + refused.getMessage());
                 }
-                assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start)).isLessThan(deadline.toSeconds() + 15);
+                assertThat(TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - start))
+                        .isLessThan(deadline.toSeconds() + 15);
 
                 try (UcxPeer live = engine.connect("other", other.address())) {
-                    engine.post(TransferOp.READ, region, live, other.region(), reversedBlocks(8)).get(30, TimeUnit.SECONDS);
+                    engine.post(TransferOp.READ, region, live, other.region(), reversedBlocks(8))
+                            .get(30, TimeUnit.SECONDS);
                     assertThat(Patterns.crc(region.segment().asSlice(0, 8 * MIB)))
                             .isEqualTo(Patterns.expectedCrc(8, MIB, 12, i -> 7 - i, scratch));
                 }

@@ -1,7 +1,4 @@
-package io.kvstore.tier;
-
-import io.kvstore.catalog.BlockHash;
-import io.kvstore.catalog.BlockKey;
+package io.kvstore.block;
 
 /**
  * What a tier keeps about one block besides its bytes: the key, the parent's hash (null for the

@@ -1,4 +1,4 @@
-package io.kvstore.catalog;
+package io.kvstore.block;
 
 import java.util.Objects;
 

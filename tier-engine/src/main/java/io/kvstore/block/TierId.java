@@ -1,4 +1,4 @@
-package io.kvstore.tier;
+package io.kvstore.block;
 
 /** The storage tiers, fastest first: a block demotes towards higher ordinals. */
 public enum TierId {
