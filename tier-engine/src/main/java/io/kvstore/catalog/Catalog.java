@@ -3,6 +3,7 @@ package io.kvstore.catalog;
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
+import io.kvstore.concurrent.SpinWait;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -33,18 +34,17 @@ public final class Catalog {
      * the block can never be confused with the old copy's slot that is about to be freed.
      */
     public CatalogEntry entryFor(BlockKey key, BlockHash parent, int length, int crc32c) {
-        long deadline = System.nanoTime() + 30_000_000_000L;
+        SpinWait wait = null;
         while (true) {
             CatalogEntry entry = entries.computeIfAbsent(
                     key, k -> new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
             if (!entry.dead()) {
                 return entry;
             }
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("block " + key + " is still being removed after 30 s");
+            if (wait == null) {
+                wait = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
             }
-            Thread.onSpinWait();
-            Thread.yield();
+            wait.pause(() -> "block " + key + " is still being removed after 30 s");
         }
     }
 

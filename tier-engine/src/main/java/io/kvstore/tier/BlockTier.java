@@ -6,6 +6,7 @@ import io.kvstore.block.TierId;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One tier's block storage: bytes in fixed-size slots, each block checksummed. A tier stores and
@@ -42,6 +43,31 @@ public interface BlockTier extends AutoCloseable {
      * @throws ChecksumMismatchException when the bytes no longer match their checksum
      */
     BlockRecord read(BlockKey key, MemorySegment dst) throws IOException;
+
+    /**
+     * Stores several blocks as one unit of work where the tier can do better than one {@link #write} each
+     * (the NVMe tier: one data sync and one index commit for the batch). Either every block is stored or
+     * the call throws and none is visible.
+     */
+    default void writeAll(List<BlockRecord> records, List<MemorySegment> sources) throws IOException {
+        for (int i = 0; i < records.size(); i++) {
+            write(records.get(i), sources.get(i));
+        }
+    }
+
+    /** Whether {@link #writeAll} is cheaper per block than {@link #write}, so movers should batch. */
+    default boolean batchesWrites() {
+        return false;
+    }
+
+    /**
+     * The block's bytes in place, verified against their CRC32C, for tiers whose slots are addressable
+     * memory; null for tiers that must copy ({@link #read}). Valid while the caller holds the block as a
+     * reader.
+     */
+    default @Nullable MemorySegment verifiedView(BlockKey key) throws IOException {
+        return null;
+    }
 
     /** Frees the block's slot; false when the tier did not hold it. */
     boolean delete(BlockKey key);

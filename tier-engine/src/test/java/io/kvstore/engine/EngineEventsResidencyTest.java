@@ -96,7 +96,7 @@ class EngineEventsResidencyTest {
                 for (TierId tier : engine.tierIds()) {
                     Set<BlockKey> inCatalog = new java.util.HashSet<>();
                     for (BlockKey key : keys) {
-                        var entry = engine.entry(key);
+                        var entry = engine.info(key);
                         if (entry != null && entry.residentIn(tier)) {
                             inCatalog.add(key);
                         }

@@ -120,7 +120,7 @@ class TierEngineInPlaceWriteTest {
         assertThat(report.committed()).containsExactly(r.slots().get(0).block().key());
         assertThat(report.failed()).containsOnlyKeys(torn);
         assertThat(report.failed().get(torn)).contains("did not land whole");
-        assertThat(engine.entry(torn)).isNull();
+        assertThat(engine.info(torn)).isNull();
         assertThat(dram.usedBytes()).isEqualTo(BLOCK);
     }
 
@@ -157,7 +157,7 @@ class TierEngineInPlaceWriteTest {
             BlockKey torn = tornSlot.block().key();
             assertThat(report.failed()).containsOnlyKeys(torn);
             assertThat(report.committed()).hasSize(5).doesNotContain(torn);
-            assertThat(bigEngine.entry(torn)).isNull();
+            assertThat(bigEngine.info(torn)).isNull();
             MemorySegment dst = arena.allocate(big);
             for (BlockKey key : report.committed()) {
                 bigEngine.get(key, dst);
@@ -210,7 +210,7 @@ class TierEngineInPlaceWriteTest {
 
         assertThatThrownBy(() -> engine.get(other, arena.allocate(BLOCK)))
                 .isInstanceOf(ChecksumMismatchException.class);
-        assertThat(engine.entry(other)).isNull();
+        assertThat(engine.info(other)).isNull();
     }
 
     @Test
@@ -287,7 +287,7 @@ class TierEngineInPlaceWriteTest {
             assertThat(reader.get()).isEqualTo(BLOCK);
             writer.get();
         }
-        assertThat(engine.entry(TestBlocks.key("old", 103)))
+        assertThat(engine.info(TestBlocks.key("old", 103)))
                 .as("the block whose reader let go was evicted")
                 .isNull();
         assertThat(dram.usedBytes()).isEqualTo(4L * BLOCK);
@@ -307,7 +307,7 @@ class TierEngineInPlaceWriteTest {
         MemorySegment dst = arena.allocate(BLOCK);
         engine.get(key, dst);
         assertThat(dst.mismatch(bytes)).isEqualTo(-1);
-        assertThat(engine.entry(key).crc32c()).isEqualTo(Checksums.crc32c(bytes));
+        assertThat(engine.info(key).crc32c()).isEqualTo(Checksums.crc32c(bytes));
 
         // again with the same bytes: a no-op; with other bytes: refused, nothing changes
         assertThat(engine.putInPlace(key, null, BLOCK, slot -> MemorySegment.copy(bytes, 0, slot, 0, BLOCK), scratch))
@@ -336,6 +336,6 @@ class TierEngineInPlaceWriteTest {
                         arena.allocate(BLOCK)))
                 .hasMessage("the client went away");
         assertThat(dram.usedBytes()).isZero();
-        assertThat(engine.entry(key)).isNull();
+        assertThat(engine.info(key)).isNull();
     }
 }

@@ -83,7 +83,7 @@ class TierEngineNvmeTest {
                             .as("block %d", i + 1)
                             .isEqualTo(-1);
                 }
-                assertThat(engine.entry(keys.get(1)).parent())
+                assertThat(engine.info(keys.get(1)).parent())
                         .isEqualTo(keys.get(0).hash());
             }
         }
@@ -96,15 +96,14 @@ class TierEngineNvmeTest {
                 engine.setWriteThrough("durable", true);
                 engine.put(TestBlocks.key("durable", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
                 engine.put(TestBlocks.key("volatile", 1), null, TestBlocks.bytes(arena, 1, BLOCK));
-                assertThat(engine.entry(TestBlocks.key("durable", 1)).tiers())
-                        .containsExactly(TierId.DRAM, TierId.NVME);
-                assertThat(engine.entry(TestBlocks.key("volatile", 1)).tiers()).containsExactly(TierId.DRAM);
+                assertThat(engine.info(TestBlocks.key("durable", 1)).tiers()).containsExactly(TierId.DRAM, TierId.NVME);
+                assertThat(engine.info(TestBlocks.key("volatile", 1)).tiers()).containsExactly(TierId.DRAM);
             }
             try (TierEngine engine = open()) {
                 MemorySegment dst = arena.allocate(BLOCK);
                 engine.get(TestBlocks.key("durable", 1), dst);
                 assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
-                assertThat(engine.entry(TestBlocks.key("volatile", 1))).isNull();
+                assertThat(engine.info(TestBlocks.key("volatile", 1))).isNull();
             }
         }
     }

@@ -152,14 +152,14 @@ class TierEnginePropertyTest {
                 }
                 // pinned and leased blocks are never evicted
                 for (BlockKey key : pins.keySet()) {
-                    assertThat(engine.entry(key))
+                    assertThat(engine.info(key))
                             .as("pinned %s, seed %d", key, seed)
                             .isNotNull();
-                    assertThat(engine.entry(key).resident()).isTrue();
+                    assertThat(engine.info(key).resident()).isTrue();
                 }
                 for (Lease lease : leases) {
                     for (BlockKey key : lease.blocks()) {
-                        assertThat(engine.entry(key).resident())
+                        assertThat(engine.info(key).resident())
                                 .as("leased %s, seed %d", key, seed)
                                 .isTrue();
                     }
@@ -171,7 +171,7 @@ class TierEnginePropertyTest {
             }
             for (BlockKey key : deleted) {
                 if (!stored.containsKey(key)) {
-                    assertThat(engine.entry(key))
+                    assertThat(engine.info(key))
                             .as("deleted %s, seed %d", key, seed)
                             .isNull();
                 }

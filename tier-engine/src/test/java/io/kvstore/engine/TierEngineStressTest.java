@@ -153,7 +153,7 @@ class TierEngineStressTest {
             MemorySegment dst = arena.allocate(BLOCK);
             int resident = 0;
             for (int id = 0; id < KEYS; id++) {
-                var entry = engine.entry(key(id));
+                var entry = engine.info(key(id));
                 if (entry != null && entry.resident()) {
                     engine.get(key(id), dst);
                     assertThat(dst.mismatch(contents.get(id)))

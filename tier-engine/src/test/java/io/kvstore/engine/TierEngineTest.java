@@ -142,8 +142,8 @@ class TierEngineTest {
         assertThat(engine.lookup("m", hashes(keys)).matchedBlocks()).isEqualTo(20);
         assertThat(counted("demoted.HBM.DRAM")).isGreaterThanOrEqualTo(12);
         // the oldest blocks went down first (LRU)
-        assertThat(engine.entry(keys.get(0)).fastestTier()).isEqualTo(TierId.DRAM);
-        assertThat(engine.entry(keys.get(19)).fastestTier()).isEqualTo(TierId.HBM);
+        assertThat(engine.info(keys.get(0)).fastestTier()).isEqualTo(TierId.DRAM);
+        assertThat(engine.info(keys.get(19)).fastestTier()).isEqualTo(TierId.HBM);
         for (int i = 0; i < 20; i++) {
             assertReadsBack(keys.get(i), i + 1);
         }
@@ -219,7 +219,7 @@ class TierEngineTest {
         // block 8 is in HBM only; force a copy into DRAM by evicting everything from HBM, then promote nothing
         BlockKey key = keys.get(7);
         engine.evict(TierId.HBM, 0, 100);
-        assertThat(engine.entry(key).tiers()).containsExactly(TierId.DRAM);
+        assertThat(engine.info(key).tiers()).containsExactly(TierId.DRAM);
         MemoryTier dram = (MemoryTier) engine.tier(TierId.DRAM);
         long offset = dram.offsetOf(key);
         dram.region().set(ValueLayout.JAVA_BYTE, offset, (byte)
@@ -259,10 +259,10 @@ class TierEngineTest {
         engine(4, 16, Map.of(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, true)));
         List<BlockKey> keys = storeChain("m", 1, 4);
         engine.evict(TierId.HBM, 0, 4);
-        assertThat(engine.entry(keys.get(0)).fastestTier()).isEqualTo(TierId.DRAM);
+        assertThat(engine.info(keys.get(0)).fastestTier()).isEqualTo(TierId.DRAM);
         assertReadsBack(keys.get(0), 1);
         engine.awaitMoves();
-        assertThat(engine.entry(keys.get(0)).fastestTier()).isEqualTo(TierId.HBM);
+        assertThat(engine.info(keys.get(0)).fastestTier()).isEqualTo(TierId.HBM);
         assertThat(counted("promoted.DRAM.HBM")).isEqualTo(1);
         assertReadsBack(keys.get(0), 1);
     }

@@ -4,6 +4,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.engine.Lease;
+import io.kvstore.engine.SlotLocation;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.service.blocks.BlockService;
@@ -13,7 +14,6 @@ import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.web.ConnectorStreams;
-import io.kvstore.tier.memory.MemoryTier;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
@@ -117,22 +117,17 @@ public class EngineController {
 
     /** Read descriptors of leased blocks; the lease keeps each where it is until released or expired. */
     private List<LookupResponse.Location> locations(Lease lease) {
-        MemoryTier tier = (MemoryTier) engine.tier(TransportService.TIER);
         List<LookupResponse.Location> out = new ArrayList<>(lease.blocks().size());
-        for (BlockKey key : lease.blocks()) {
-            long offset = tier.offsetOf(key);
-            var entry = engine.entry(key);
-            // only a published copy: a slot still being filled by a move has an offset but no tier bit yet
-            if (offset < 0 || entry == null || !entry.residentIn(TransportService.TIER)) {
-                out.add(new LookupResponse.Location(key.hash().hex(), null, null, null, null));
-            } else {
-                out.add(new LookupResponse.Location(
-                        key.hash().hex(),
-                        TransportService.TIER.name(),
-                        transport.address(offset),
-                        entry.length(),
-                        Integer.toUnsignedLong(entry.crc32c())));
-            }
+        for (SlotLocation slot : engine.locate(lease, TransportService.TIER)) {
+            out.add(
+                    slot.present()
+                            ? new LookupResponse.Location(
+                                    slot.key().hash().hex(),
+                                    TransportService.TIER.name(),
+                                    transport.address(slot.offset()),
+                                    slot.length(),
+                                    Integer.toUnsignedLong(slot.crc32c()))
+                            : new LookupResponse.Location(slot.key().hash().hex(), null, null, null, null));
         }
         return out;
     }

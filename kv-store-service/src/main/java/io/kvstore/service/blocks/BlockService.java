@@ -3,8 +3,8 @@ package io.kvstore.service.blocks;
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
-import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.catalog.LookupResult;
+import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.Lease;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
@@ -209,7 +209,7 @@ public class BlockService {
         Lease lease = engine.lease(keys(namespace, hashes), Duration.ofMinutes(10));
         List<BlockFrames.Header> headers = new ArrayList<>(hashes.size());
         for (BlockKey key : lease.blocks()) {
-            CatalogEntry entry = engine.entry(key);
+            BlockInfo entry = engine.info(key);
             if (entry == null) {
                 break;
             }

@@ -143,6 +143,7 @@ public final class MemoryTier implements BlockTier {
      * The block's bytes in place, after verifying them, for zero-copy sends. The caller must keep the
      * block from being freed while it uses the view (the engine holds a reader reference).
      */
+    @Override
     public MemorySegment verifiedView(BlockKey key) throws BlockNotFoundException, ChecksumMismatchException {
         Resident r = resident(key);
         MemorySegment view = region.segment().asSlice(r.offset, r.record.length());

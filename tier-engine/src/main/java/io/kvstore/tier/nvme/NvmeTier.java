@@ -149,11 +149,17 @@ public final class NvmeTier implements BlockTier {
         writeAll(List.of(record), List.of(src));
     }
 
+    @Override
+    public boolean batchesWrites() {
+        return true;
+    }
+
     /**
      * Stores a batch with every write in flight at once, then one fdatasync per file and one synced
      * index write. All or nothing: on any failure no block of the batch becomes visible and every slot
      * it took is free again. Keys the tier already holds are skipped.
      */
+    @Override
     public void writeAll(List<BlockRecord> records, List<MemorySegment> sources) throws IOException {
         if (records.size() != sources.size()) {
             throw new IllegalArgumentException(records.size() + " records but " + sources.size() + " sources");

@@ -1,0 +1,242 @@
+package io.kvstore.engine;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.tier.Checksums;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.memory.MemoryTier;
+import java.io.IOException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.stream.IntStream;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Blocks whose bytes are written straight into a memory tier's slot instead of copied in by a put: by a
+ * peer one-sided (reserve, WRITE, commit) or by the service from a socket ({@link #putInPlace}). A filled
+ * slot is checksummed in place and then published through the same protocol as a put, so nothing here
+ * can make unverified bytes visible.
+ */
+final class InPlaceWrites {
+
+    /** From this many bytes in one commit its checksums run on several cores. */
+    private static final long PARALLEL_CHECKSUM_BYTES = 1L << 20;
+
+    private final TierStack stack;
+    private final Catalog catalog;
+    private final Residency residency;
+    private final Mover mover;
+    private final Clock clock;
+    private final Duration defaultTimeout;
+    private final Map<String, Reservation> reservations = new ConcurrentHashMap<>();
+
+    InPlaceWrites(
+            TierStack stack, Catalog catalog, Residency residency, Mover mover, Clock clock, Duration defaultTimeout) {
+        this.stack = stack;
+        this.catalog = catalog;
+        this.residency = residency;
+        this.mover = mover;
+        this.clock = clock;
+        this.defaultTimeout = defaultTimeout;
+    }
+
+    /** See {@link TierEngine#reserve}. */
+    Reservation reserve(List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout) throws IOException {
+        MemoryTier memory = stack.memory(target);
+        Set<BlockKey> seen = new HashSet<>();
+        for (InPlaceBlock b : blocks) {
+            if (!seen.add(b.key())) {
+                throw new IllegalArgumentException("block " + b.key() + " is listed twice in one reservation");
+            }
+        }
+        List<Reservation.Slot> slots = new ArrayList<>();
+        List<BlockKey> resident = new ArrayList<>();
+        try {
+            for (InPlaceBlock b : blocks) {
+                CatalogEntry entry = catalog.get(b.key());
+                if (entry != null && entry.resident()) {
+                    resident.add(b.key());
+                } else {
+                    slots.add(new Reservation.Slot(b, reserveWithRoom(memory, b.length())));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            releaseSlots(memory, slots);
+            throw e;
+        }
+        Reservation r = new Reservation(
+                UUID.randomUUID().toString(),
+                target,
+                slots,
+                resident,
+                clock.instant().plus(timeout == null ? defaultTimeout : timeout));
+        reservations.put(r.id(), r);
+        return r;
+    }
+
+    private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
+        long start = System.nanoTime();
+        while (true) {
+            try {
+                return memory.reserveSlot(length);
+            } catch (TierFullException full) {
+                mover.makeRoom(memory.id(), length, full, start);
+            }
+        }
+    }
+
+    /** See {@link TierEngine#commit}. */
+    CommitReport commit(String reservationId, Map<BlockKey, Integer> expectedCrc32c) {
+        Reservation r = reservations.remove(reservationId);
+        if (r == null) {
+            throw new UnknownReservationException(reservationId);
+        }
+        MemoryTier memory = stack.memory(r.tier());
+        List<BlockKey> committed = new ArrayList<>();
+        List<BlockKey> already = new ArrayList<>(r.alreadyStored());
+        Map<BlockKey, String> failed = new LinkedHashMap<>();
+        int[] crcs = checksumSlots(memory, r.slots());
+        for (int i = 0; i < r.slots().size(); i++) {
+            Reservation.Slot slot = r.slots().get(i);
+            InPlaceBlock b = slot.block();
+            int crc = crcs[i];
+            Integer expected = expectedCrc32c.get(b.key());
+            if (expected != null && expected != crc) {
+                memory.releaseSlot(slot.offset(), b.length());
+                failed.put(
+                        b.key(),
+                        String.format(
+                                "its bytes have CRC32C %08x, not the %08x the writer sent: the WRITE did not land whole",
+                                crc, expected));
+                continue;
+            }
+            try {
+                if (publishSlot(memory, b, slot.offset(), crc).copied()) {
+                    committed.add(b.key());
+                } else {
+                    already.add(b.key());
+                }
+            } catch (IOException | RuntimeException e) {
+                failed.put(b.key(), e.getMessage());
+            }
+        }
+        return new CommitReport(committed, already, failed);
+    }
+
+    /**
+     * The CRC32C of every reserved slot. That one pass over the bytes is the whole cost of a commit (about
+     * 4 GB/s per core here), so batches of large blocks are checksummed on several cores at once; small
+     * batches stay on the caller's thread.
+     */
+    private static int[] checksumSlots(MemoryTier memory, List<Reservation.Slot> slots) {
+        int[] crcs = new int[slots.size()];
+        long bytes = 0;
+        for (Reservation.Slot slot : slots) {
+            bytes += slot.block().length();
+        }
+        IntStream indexes = IntStream.range(0, slots.size());
+        if (slots.size() > 1 && bytes >= PARALLEL_CHECKSUM_BYTES) {
+            indexes = indexes.parallel();
+        }
+        indexes.forEach(i -> crcs[i] = Checksums.crc32c(
+                memory.slot(slots.get(i).offset(), slots.get(i).block().length())));
+        return crcs;
+    }
+
+    /**
+     * Makes a reserved, filled slot the block's copy through the same path as a put. The slot is freed
+     * here whenever it does not become the copy (already stored by someone else, or a failure).
+     */
+    private Residency.Stored publishSlot(MemoryTier memory, InPlaceBlock b, long offset, int crc) throws IOException {
+        boolean[] adopted = {false};
+        Residency.Stored stored;
+        try {
+            stored = residency.store(b.key(), b.parent(), b.length(), crc, memory, (entry, record) -> {
+                if (adopted[0]) {
+                    throw new IllegalStateException("block " + b.key() + " was deleted while it was being committed");
+                }
+                Residency.awaitOldCopyFreed(memory, entry);
+                if (!memory.adopt(record, offset)) {
+                    throw new IllegalStateException("tier " + memory.id() + " already holds a copy of " + b.key());
+                }
+                adopted[0] = true;
+            });
+        } catch (IOException | RuntimeException e) {
+            if (!adopted[0]) {
+                memory.releaseSlot(offset, b.length());
+            }
+            throw e;
+        }
+        if (stored.copied()) {
+            mover.afterStore(stored);
+        } else {
+            memory.releaseSlot(offset, b.length());
+        }
+        return stored;
+    }
+
+    /** Whether {@link #putInPlace} can fill a slot for {@code key}: the fastest tier is memory and the key is new. */
+    boolean canFillSlot(BlockKey key) {
+        CatalogEntry existing = catalog.get(key);
+        return stack.get(stack.fastest()) instanceof MemoryTier && (existing == null || !existing.resident());
+    }
+
+    /** See {@link TierEngine#putInPlace}; the caller checked {@link #canFillSlot}. */
+    TierId putInPlace(BlockKey key, @Nullable BlockHash parent, int length, TierEngine.SlotFiller filler)
+            throws IOException {
+        MemoryTier memory = stack.memory(stack.fastest());
+        long offset = reserveWithRoom(memory, length);
+        try {
+            filler.fill(memory.slot(offset, length));
+        } catch (IOException | RuntimeException e) {
+            memory.releaseSlot(offset, length);
+            throw e;
+        }
+        int crc = Checksums.crc32c(memory.slot(offset, length));
+        return publishSlot(memory, new InPlaceBlock(key, parent, length), offset, crc)
+                .tier();
+    }
+
+    /** Returns an uncommitted reservation's slots to the pool; false when it is unknown. */
+    boolean cancel(String reservationId) {
+        Reservation r = reservations.remove(reservationId);
+        if (r == null) {
+            return false;
+        }
+        releaseSlots(stack.memory(r.tier()), r.slots());
+        return true;
+    }
+
+    private static void releaseSlots(MemoryTier memory, List<Reservation.Slot> slots) {
+        for (Reservation.Slot slot : slots) {
+            memory.releaseSlot(slot.offset(), slot.block().length());
+        }
+    }
+
+    int size() {
+        return reservations.size();
+    }
+
+    /** Cancels every reservation whose time ran out before {@code now}; returns how many. */
+    int expire(Instant now) {
+        int lapsed = 0;
+        for (Reservation r : reservations.values()) {
+            if (r.expiresAt().isBefore(now) && cancel(r.id())) {
+                lapsed++;
+            }
+        }
+        return lapsed;
+    }
+}

@@ -1,0 +1,553 @@
+package io.kvstore.engine;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.eviction.TierPolicy;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.TierFullException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Predicate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The only code that moves blocks between tiers: demotion past a tier's high watermark, eviction by
+ * policy, promotion on a hit, write-through to the durable tier. Demotions and promotions run on one
+ * background thread, scheduled by the data path ({@link #afterInsert}, {@link #maybePromote}); only a
+ * write into a full tier evicts on the caller's thread ({@link #writeWithRoom}), because it cannot
+ * proceed until a slot is free.
+ *
+ * <p>Pinned, leased, read and in-flight blocks are never moved away: a victim is claimed on its entry
+ * first ({@link CatalogEntry#claimMove}), and a move that loses a race to a pin, lease or reader keeps
+ * both copies.
+ */
+final class Mover implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(Mover.class);
+    /** How long a write into a full tier waits for readers and demotions to let go of slots. */
+    private static final long ROOM_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /** Blocks demoted per group commit into a tier that batches writes. */
+    private static final int DEMOTION_BATCH = 32;
+
+    private final TierStack stack;
+    private final Catalog catalog;
+    private final Residency residency;
+    private final EngineEvents events;
+    private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
+    private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
+    private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
+    private final ExecutorService worker = Executors.newSingleThreadExecutor(
+            Thread.ofPlatform().name("kvstore-mover").daemon().factory());
+    private final AtomicInteger pendingMoves = new AtomicInteger();
+
+    Mover(TierStack stack, Catalog catalog, Residency residency, EngineEvents events) {
+        this.stack = stack;
+        this.catalog = catalog;
+        this.residency = residency;
+        this.events = events;
+        for (TierId id : stack.ids()) {
+            demotionQueued.put(id, new AtomicBoolean());
+        }
+    }
+
+    // ---- making room --------------------------------------------------------------------------
+
+    /**
+     * Writes a copy of {@code entry}'s block into {@code tier}, evicting by policy to make room; waits
+     * first for an old, unpublished slot of the same key to be freed by its owner.
+     */
+    void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes) throws IOException {
+        Residency.awaitOldCopyFreed(tier, entry);
+        long start = System.nanoTime();
+        while (true) {
+            try {
+                tier.write(record, bytes);
+                return;
+            } catch (TierFullException full) {
+                makeRoom(tier.id(), record.length(), full, start);
+            }
+        }
+    }
+
+    /**
+     * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
+     * some block is held only by a reader or an in-flight move (a demotion frees its slot within moments),
+     * waits a little so the caller can try again. Writers thus queue behind the demoter instead of failing.
+     *
+     * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
+     *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
+     */
+    void makeRoom(TierId id, int length, TierFullException full, long startNanos) throws TierFullException {
+        if (evictOne(id, length)) {
+            return;
+        }
+        boolean transientHold = stack.policy(id).nextVictim(k -> {
+                    CatalogEntry e = catalog.get(k);
+                    return e != null && e.heldBrieflyIn(id);
+                })
+                != null;
+        if (!transientHold || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
+            throw full;
+        }
+        LockSupport.parkNanos(ROOM_POLL_NANOS);
+    }
+
+    // ---- after a store ------------------------------------------------------------------------
+
+    /** What follows a new copy in {@code stored.tier()}: write-through when its namespace asks, then demotion. */
+    void afterStore(Residency.Stored stored) throws IOException {
+        CatalogEntry entry = stored.entry();
+        TierId durable = stack.slowest();
+        if (durable != stored.tier() && writeThrough.contains(entry.key().namespace())) {
+            try {
+                copyThrough(entry, stored.tier(), durable);
+            } catch (BlockNotFoundException deletedMeanwhile) {
+                // a delete that came after this store won; nothing is left to copy through
+            }
+        }
+        afterInsert(stored.tier());
+    }
+
+    /**
+     * Write-through: copies a just-stored block to the slowest (durable) tier before the put returns,
+     * holding it as a reader so a concurrent delete waits for the copy to be published or removed.
+     */
+    private void copyThrough(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        BlockRecord record = Residency.recordOf(entry);
+        long start = System.nanoTime();
+        residency.read(
+                entry,
+                (tier, rec, bytes) -> {
+                    if (entry.residentIn(to)) {
+                        return null;
+                    }
+                    writeWithRoom(stack.get(to), entry, record, bytes);
+                    if (entry.addTier(to)) {
+                        stack.policy(to).onInsert(entry.key(), entry.parentKey());
+                        events.copyAdded(to, record);
+                        events.moved(from, to, entry.length(), System.nanoTime() - start);
+                    } else {
+                        stack.get(to).delete(entry.key());
+                    }
+                    return null;
+                },
+                null);
+    }
+
+    /**
+     * Chooses write-back (the default: blocks reach the slowest tier when they are demoted) or
+     * write-through (every put also writes the slowest tier before it returns) for a namespace.
+     */
+    void setWriteThrough(String namespace, boolean enabled) {
+        if (enabled) {
+            writeThrough.add(namespace);
+        } else {
+            writeThrough.remove(namespace);
+        }
+    }
+
+    /** Schedules a demotion of {@code id} when it passed its high watermark and none is queued yet. */
+    void afterInsert(TierId id) {
+        if (stack.aboveHighWatermark(id) && demotionQueued.get(id).compareAndSet(false, true)) {
+            submit(() -> {
+                demotionQueued.get(id).set(false);
+                demoteToLowWatermark(id);
+            });
+        }
+    }
+
+    // ---- demotion -----------------------------------------------------------------------------
+
+    /**
+     * Moves blocks out of {@code id} by policy until it is at or below its low watermark. Into a tier that
+     * batches writes (NVMe) the victims move in batches, one group commit each, instead of paying a data
+     * sync and an index sync per block.
+     */
+    void demoteToLowWatermark(TierId id) {
+        BlockTier tier = stack.get(id);
+        TierId below = stack.below(id);
+        boolean batched = below != null && stack.get(below).batchesWrites();
+        int budget = tier.blockCount() * 2 + 16;
+        while (budget > 0) {
+            long excess = stack.excessOverLowWatermark(id);
+            if (excess <= 0) {
+                break;
+            }
+            int moved = batched ? demoteBatch(id, below, excess) : 0;
+            if (moved == 0) {
+                if (!evictOne(id, 0)) {
+                    break;
+                }
+                moved = 1;
+            }
+            budget -= moved;
+        }
+    }
+
+    /**
+     * Claims up to {@link #DEMOTION_BATCH} victims worth about {@code excessBytes}, writes them to the
+     * tier below in one batch, then finishes each move as {@link #moveOut} does.
+     *
+     * @return how many victims were handled; 0 when none could be claimed or the batch write failed (the
+     *     caller then falls back to one block at a time, which also makes room in the tier below)
+     */
+    private int demoteBatch(TierId id, TierId below, long excessBytes) {
+        BlockTier from = stack.get(id);
+        BlockTier to = stack.get(below);
+        TierPolicy policy = stack.policy(id);
+        List<CatalogEntry> claimed = new ArrayList<>();
+        long bytes = 0;
+        for (int attempts = 0;
+                claimed.size() < DEMOTION_BATCH && bytes < excessBytes && attempts < 4 * DEMOTION_BATCH;
+                attempts++) {
+            BlockKey victim = policy.nextVictim(k -> evictable(k, id));
+            if (victim == null) {
+                break;
+            }
+            CatalogEntry entry = catalog.get(victim);
+            if (entry == null || !entry.residentIn(id)) {
+                policy.onRemove(victim);
+                continue;
+            }
+            if (!entry.claimMove(id)) {
+                continue;
+            }
+            if (!entry.residentIn(below) && to.contains(victim)) {
+                // an older copy below is still being freed by its owner; leave this block for later
+                entry.abortMove();
+                continue;
+            }
+            claimed.add(entry);
+            bytes += entry.length();
+        }
+        if (claimed.isEmpty()) {
+            return 0;
+        }
+        List<BlockRecord> records = new ArrayList<>();
+        List<MemorySegment> sources = new ArrayList<>();
+        List<CatalogEntry> copied = new ArrayList<>();
+        List<CatalogEntry> corrupt = new ArrayList<>();
+        long copiedBytes = 0;
+        try (Arena arena = Arena.ofConfined()) {
+            for (CatalogEntry entry : claimed) {
+                if (entry.residentIn(below)) {
+                    continue;
+                }
+                try {
+                    sources.add(source(from, entry, arena));
+                    records.add(Residency.recordOf(entry));
+                    copied.add(entry);
+                    copiedBytes += entry.length();
+                } catch (IOException failedChecksum) {
+                    corrupt.add(entry);
+                }
+            }
+            long start = System.nanoTime();
+            try {
+                to.writeAll(records, sources);
+            } catch (IOException | RuntimeException e) {
+                for (CatalogEntry entry : claimed) {
+                    entry.abortMove();
+                }
+                log.debug(
+                        "batch demotion of {} blocks from {} failed ({}); moving them one by one",
+                        claimed.size(),
+                        id,
+                        e.getMessage());
+                return 0;
+            }
+            events.moved(id, below, copiedBytes, System.nanoTime() - start);
+        }
+        for (CatalogEntry entry : claimed) {
+            boolean droppedCorrupt = false;
+            if (corrupt.contains(entry)) {
+                droppedCorrupt = dropCorruptWhileMoving(entry, id);
+            }
+            finishMove(entry, id, droppedCorrupt ? null : below, copied.contains(entry), droppedCorrupt);
+        }
+        afterInsert(below);
+        return claimed.size();
+    }
+
+    /** A verified view of the block in a memory tier, else its bytes read into {@code arena}. */
+    private static MemorySegment source(BlockTier from, CatalogEntry entry, Arena arena) throws IOException {
+        MemorySegment view = from.verifiedView(entry.key());
+        if (view != null) {
+            return view;
+        }
+        MemorySegment buffer = arena.allocate(entry.length(), 4096);
+        from.read(entry.key(), buffer);
+        return buffer;
+    }
+
+    // ---- eviction -----------------------------------------------------------------------------
+
+    /**
+     * Moves one block out of {@code id} by its policy: down to the next configured tier when there is
+     * one, else dropped. Blocks of {@code preferLength} go first, so the freed slot fits the waiting put.
+     *
+     * @return false when no block can be evicted
+     */
+    private boolean evictOne(TierId id, int preferLength) {
+        TierPolicy policy = stack.policy(id);
+        BlockKey victim =
+                preferLength > 0 ? policy.nextVictim(k -> evictable(k, id) && lengthOf(k) == preferLength) : null;
+        if (victim == null) {
+            victim = policy.nextVictim(k -> evictable(k, id));
+        }
+        if (victim == null) {
+            return false;
+        }
+        moveOut(id, victim);
+        return true;
+    }
+
+    /**
+     * Moves {@code victim} out of tier {@code id}: copied down to the next configured tier when there is
+     * one (and it is not there already), then its slot in {@code id} is freed, unless someone pinned,
+     * leased or began reading it meanwhile, in which case both copies stay.
+     */
+    private void moveOut(TierId id, BlockKey victim) {
+        CatalogEntry entry = catalog.get(victim);
+        if (entry == null || !entry.residentIn(id)) {
+            stack.policy(id).onRemove(victim);
+            return;
+        }
+        if (!entry.claimMove(id)) {
+            return;
+        }
+        TierId below = stack.below(id);
+        TierId copiedTo = null;
+        boolean newCopy = false;
+        boolean droppedCorrupt = false;
+        try {
+            if (below != null) {
+                if (!entry.residentIn(below)) {
+                    copyDown(entry, id, below);
+                    newCopy = true;
+                }
+                copiedTo = below;
+            }
+        } catch (Residency.StaleEntryException deleted) {
+            // a delete removed the block while we copied it; finishMove below sees it dead
+        } catch (ChecksumMismatchException corrupt) {
+            droppedCorrupt = dropCorruptWhileMoving(entry, id);
+        } catch (IOException | RuntimeException e) {
+            log.warn(
+                    "could not demote {} from {} to {}: {}; dropping it from {}",
+                    victim,
+                    id,
+                    below,
+                    e.getMessage(),
+                    id);
+        }
+        if (finishMove(entry, id, copiedTo, newCopy, droppedCorrupt)) {
+            afterInsert(copiedTo);
+        }
+    }
+
+    /** Clears the tier bit of a copy found corrupt by the move that claimed it. */
+    private boolean dropCorruptWhileMoving(CatalogEntry entry, TierId id) {
+        boolean dropped = entry.dropTier(id);
+        if (dropped) {
+            events.copyRemoved(id, entry.key(), entry.length());
+        }
+        events.checksumFailed(id, entry.key());
+        log.warn("dropped corrupt copy of {} in tier {} during demotion", entry.key(), id);
+        return dropped;
+    }
+
+    /**
+     * Ends a claimed move: records the copy below (or removes it when a delete won the race), and frees
+     * the slot in {@code from} when the move cleared it or the copy there was corrupt.
+     *
+     * @return whether a new copy below was recorded
+     */
+    private boolean finishMove(
+            CatalogEntry entry, TierId from, TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
+        BlockKey key = entry.key();
+        CatalogEntry.MoveOutcome outcome = entry.finishMove(from, copiedTo);
+        if (newCopy && !outcome.recordedCopy()) {
+            // a delete won the race: the copy we just made belongs to nobody
+            stack.get(copiedTo).delete(key);
+            newCopy = false;
+        }
+        if (newCopy) {
+            stack.policy(copiedTo).onInsert(key, entry.parentKey());
+            events.copyAdded(copiedTo, Residency.recordOf(entry));
+            events.demoted(from, copiedTo, entry.length());
+        }
+        if (outcome.clearedFrom()) {
+            events.copyRemoved(from, key, entry.length());
+        }
+        if (outcome.clearedFrom() || droppedCorrupt) {
+            // policy first: a promotion may put a new copy here the moment the slot is free
+            TierPolicy policy = stack.policy(from);
+            policy.onRemove(key);
+            stack.get(from).delete(key);
+            events.evicted(from, policy.kind(), entry.length());
+            catalog.removeIfDead(entry);
+        }
+        return newCopy;
+    }
+
+    private boolean evictable(BlockKey key, TierId id) {
+        CatalogEntry entry = catalog.get(key);
+        return entry == null || entry.evictableFrom(id);
+    }
+
+    private int lengthOf(BlockKey key) {
+        CatalogEntry entry = catalog.get(key);
+        return entry == null ? -1 : entry.length();
+    }
+
+    private void copyDown(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        long start = System.nanoTime();
+        try (Arena arena = Arena.ofConfined()) {
+            writeWithRoom(stack.get(to), entry, Residency.recordOf(entry), source(stack.get(from), entry, arena));
+        }
+        events.moved(from, to, entry.length(), System.nanoTime() - start);
+    }
+
+    /**
+     * Moves the policy's next evictable victim among {@code which} out of tier {@code id} until the limits
+     * are reached or none is left; bounded by twice the tier's block count, so concurrent stores cannot
+     * keep it running. Counts what actually left the tier.
+     */
+    EvictionReport evictWhile(TierId id, Predicate<BlockKey> which, long maxBytes, int maxBlocks) {
+        BlockTier tier = stack.get(id);
+        TierPolicy policy = stack.policy(id);
+        int blocks = 0;
+        long bytes = 0;
+        int budget = tier.blockCount() * 2 + 16;
+        BlockKey victim;
+        while (blocks < maxBlocks
+                && bytes < maxBytes
+                && budget-- > 0
+                && (victim = policy.nextVictim(k -> which.test(k) && evictable(k, id))) != null) {
+            int before = tier.blockCount();
+            long used = tier.usedBytes();
+            moveOut(id, victim);
+            blocks += Math.max(0, before - tier.blockCount());
+            bytes += Math.max(0, used - tier.usedBytes());
+        }
+        return new EvictionReport(blocks, bytes);
+    }
+
+    // ---- promotion ----------------------------------------------------------------------------
+
+    /** Schedules a copy of a block hit in {@code hitTier} into the tier above, when that tier asks for it. */
+    void maybePromote(CatalogEntry entry, TierId hitTier) {
+        TierId above = stack.above(hitTier);
+        if (above == null || !stack.settings(above).promoteOnHit() || !promotionsQueued.add(entry.key())) {
+            return;
+        }
+        submit(() -> {
+            try {
+                promote(entry, hitTier, above);
+            } catch (IOException | RuntimeException e) {
+                log.debug("promotion of {} to {} skipped: {}", entry.key(), above, e.getMessage());
+            } finally {
+                promotionsQueued.remove(entry.key());
+            }
+        });
+    }
+
+    private void promote(CatalogEntry entry, TierId from, TierId to) throws IOException {
+        if (entry.residentIn(to) || entry.dead()) {
+            return;
+        }
+        BlockRecord record = Residency.recordOf(entry);
+        long start = System.nanoTime();
+        // Everything happens while the read holds the block: a concurrent delete waits for us, so the
+        // copy we add is either published on the live entry or removed by us, never left behind.
+        residency.read(
+                entry,
+                (tier, rec, bytes) -> {
+                    if (tier != from || entry.residentIn(to)) {
+                        return null;
+                    }
+                    writeWithRoom(stack.get(to), entry, record, bytes);
+                    if (entry.addTier(to)) {
+                        stack.policy(to).onInsert(entry.key(), entry.parentKey());
+                        events.copyAdded(to, record);
+                        events.promoted(from, to, entry.length());
+                        events.moved(from, to, entry.length(), System.nanoTime() - start);
+                    } else {
+                        stack.get(to).delete(entry.key());
+                    }
+                    return null;
+                },
+                null);
+        afterInsert(to);
+    }
+
+    // ---- the background thread ----------------------------------------------------------------
+
+    /**
+     * Waits until queued demotions and promotions have run, including moves they queued in turn (for
+     * tests and orderly shutdown).
+     */
+    void awaitMoves() {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (pendingMoves.get() > 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("background moves did not finish within 60 s");
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    private void submit(Runnable move) {
+        pendingMoves.incrementAndGet();
+        try {
+            worker.execute(() -> {
+                try {
+                    move.run();
+                } finally {
+                    pendingMoves.decrementAndGet();
+                }
+            });
+        } catch (RuntimeException rejected) {
+            pendingMoves.decrementAndGet();
+            throw rejected;
+        }
+    }
+
+    @Override
+    public void close() {
+        worker.shutdown();
+        try {
+            if (!worker.awaitTermination(30, TimeUnit.SECONDS)) {
+                worker.shutdownNow();
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

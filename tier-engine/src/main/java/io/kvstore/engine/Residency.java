@@ -1,0 +1,299 @@
+package io.kvstore.engine;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.concurrent.SpinWait;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.ChecksumMismatchException;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The copy protocol: how a block's copy becomes visible in a tier, is read, and goes away. Nothing else
+ * sets or clears a tier bit on a new block, serves bytes, or frees a slot a reader might still use.
+ *
+ * <p>Ownership rules, which every method here keeps: a copy becomes visible only after its bytes are
+ * complete in the tier (tier write, then catalog bit); one writer per entry at a time ({@link
+ * CatalogEntry#claimWrite}); whoever clears a tier bit frees that slot, and only after the entry has no
+ * reader left; a reader reads through the entry it holds, so a delete of that entry waits for it. Every
+ * read is checked against the CRC32C taken at store time; a copy that fails is dropped and the next
+ * slower copy is served.
+ */
+final class Residency {
+
+    private static final Logger log = LoggerFactory.getLogger(Residency.class);
+
+    private final TierStack stack;
+    private final Catalog catalog;
+    private final EngineEvents events;
+
+    Residency(TierStack stack, Catalog catalog, EngineEvents events) {
+        this.stack = stack;
+        this.catalog = catalog;
+        this.events = events;
+    }
+
+    /** Puts the blocks that durable tiers still hold back into the catalog (after a restart). */
+    void recover() {
+        for (BlockTier tier : stack.all()) {
+            List<BlockRecord> records = tier.recovered();
+            for (BlockRecord r : records) {
+                CatalogEntry entry = catalog.entryFor(r.key(), r.parent(), r.length(), r.crc32c());
+                entry.addTier(tier.id());
+                events.copyAdded(tier.id(), r);
+                stack.policy(tier.id()).onInsert(r.key(), entry.parentKey());
+            }
+            if (!records.isEmpty()) {
+                log.info("tier {}: {} blocks back in the catalog after restart", tier.id(), records.size());
+            }
+        }
+    }
+
+    /** The entry died while a copy was being written; the caller starts over or gives up. */
+    static final class StaleEntryException extends RuntimeException {
+        StaleEntryException(BlockKey key) {
+            super("block " + key + " was removed while a copy was being written", null, false, false);
+        }
+    }
+
+    /** How {@link #store} puts the first copy of a block into its tier. */
+    @FunctionalInterface
+    interface FirstCopy {
+        void write(CatalogEntry entry, BlockRecord record) throws IOException;
+    }
+
+    /**
+     * Where a stored block is, and whether this store made the copy (false: it was already resident).
+     */
+    record Stored(TierId tier, boolean copied, CatalogEntry entry) {}
+
+    /**
+     * The one way a block becomes resident: claim the entry as its only writer, make the first copy,
+     * publish it. A key already resident is left as it is (same bytes required). What follows a new copy
+     * (write-through, demotion) is the caller's.
+     */
+    Stored store(BlockKey key, @Nullable BlockHash parent, int length, int crc, BlockTier tier, FirstCopy firstCopy)
+            throws IOException {
+        TierId target = tier.id();
+        SpinWait busy = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+        while (true) {
+            CatalogEntry entry = catalog.entryFor(key, parent, length, crc);
+            switch (entry.claimWrite()) {
+                case RESIDENT -> {
+                    TierId holder = entry.fastestTier();
+                    if (holder == null) {
+                        continue;
+                    }
+                    if (entry.length() != length || entry.crc32c() != crc) {
+                        throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
+                                + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
+                    }
+                    return new Stored(holder, false, entry);
+                }
+                case BUSY, DEAD -> {
+                    busy.pause(() -> "block " + key + " is busy: another store of it has not finished in 30 s");
+                    continue;
+                }
+                case OWNED -> {}
+            }
+            BlockRecord record = new BlockRecord(key, parent, length, crc);
+            try {
+                firstCopy.write(entry, record);
+            } catch (StaleEntryException stale) {
+                entry.abandonWrite();
+                catalog.removeIfDead(entry);
+                continue;
+            } catch (IOException | RuntimeException e) {
+                entry.abandonWrite();
+                catalog.removeIfDead(entry);
+                throw e;
+            }
+            if (entry.publishWrite(target)) {
+                events.copyAdded(target, record);
+                stack.policy(target).onInsert(key, entry.parentKey());
+                return new Stored(target, true, entry);
+            }
+            // The entry was deleted while we wrote; our copy is ours alone to remove, and the entry leaves
+            // the catalog only now, so a new entry of this key cannot meet our copy.
+            tier.delete(key);
+            catalog.removeIfDead(entry);
+        }
+    }
+
+    /**
+     * Waits until {@code tier} no longer holds a copy of the key that {@code entry} has not published. A
+     * tier may still hold an old slot of the same key whose bit was cleared but which its owner has not
+     * freed yet; writing then would find that slot and skip, and the owner would free it under us.
+     *
+     * @throws StaleEntryException when the entry dies meanwhile
+     */
+    static void awaitOldCopyFreed(BlockTier tier, CatalogEntry entry) {
+        BlockKey key = entry.key();
+        SpinWait wait = null;
+        while (tier.contains(key) && !entry.residentIn(tier.id())) {
+            if (entry.dead()) {
+                throw new StaleEntryException(key);
+            }
+            if (wait == null) {
+                wait = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+            }
+            wait.pause(() -> "tier " + tier.id() + " still holds an unpublished copy of " + key + " after 30 s");
+        }
+    }
+
+    /** Receives a block's verified bytes; the view is valid only during the call. */
+    @FunctionalInterface
+    interface Reader<T> {
+        T read(TierId tier, BlockRecord record, MemorySegment bytes) throws IOException;
+    }
+
+    /** What a read returned and which tier served it. */
+    record Hit<T>(T value, TierId tier) {}
+
+    /** The live entry of {@code key}. */
+    CatalogEntry entry(BlockKey key) throws BlockNotFoundException {
+        CatalogEntry entry = catalog.get(key);
+        if (entry == null) {
+            throw new BlockNotFoundException("no block " + key);
+        }
+        return entry;
+    }
+
+    /**
+     * Reads through this very entry, not whatever the catalog maps its key to now: a mover holding an
+     * older entry must register as that entry's reader, so a delete of it waits for the mover. Bytes come
+     * from the fastest tier holding a good copy; from a memory tier they are handed over in place, from a
+     * slower tier they are read into {@code dst} when it is large enough, else into a temporary buffer.
+     *
+     * @throws BlockNotFoundException when no tier holds a good copy
+     */
+    <T> Hit<T> read(CatalogEntry entry, Reader<T> reader, @Nullable MemorySegment dst) throws IOException {
+        BlockKey key = entry.key();
+        TierId from = stack.fastest();
+        while (true) {
+            TierId tierId = entry.beginRead(from);
+            if (tierId == null) {
+                throw new BlockNotFoundException("no good copy of block " + key + " is left");
+            }
+            BlockTier tier = stack.get(tierId);
+            boolean held = true;
+            try {
+                BlockRecord record = recordOf(entry);
+                T result;
+                MemorySegment view = tier.verifiedView(key);
+                if (view != null) {
+                    result = reader.read(tierId, record, view);
+                } else if (dst != null && dst.byteSize() >= entry.length()) {
+                    tier.read(key, dst);
+                    result = reader.read(tierId, record, dst.asSlice(0, entry.length()));
+                } else {
+                    try (Arena arena = Arena.ofConfined()) {
+                        MemorySegment buffer = arena.allocate(entry.length(), 4096);
+                        tier.read(key, buffer);
+                        result = reader.read(tierId, record, buffer);
+                    }
+                }
+                entry.endRead();
+                held = false;
+                catalog.touch(entry);
+                stack.policy(tierId).recordAccess(key);
+                return new Hit<>(result, tierId);
+            } catch (ChecksumMismatchException corrupt) {
+                entry.endRead();
+                held = false;
+                dropCorrupt(entry, tierId);
+                TierId next = stack.below(tierId);
+                if (next == null) {
+                    throw corrupt;
+                }
+                from = next;
+            } finally {
+                if (held) {
+                    entry.endRead();
+                }
+            }
+        }
+    }
+
+    /** Drops a copy that failed its checksum, once no reader is left on it. */
+    void dropCorrupt(CatalogEntry entry, TierId tierId) {
+        events.checksumFailed(tierId, entry.key());
+        log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
+        if (entry.dropTier(tierId)) {
+            events.copyRemoved(tierId, entry.key(), entry.length());
+            awaitNoReaders(entry);
+            stack.policy(tierId).onRemove(entry.key());
+            stack.get(tierId).delete(entry.key());
+        }
+        catalog.removeIfDead(entry);
+    }
+
+    /** Removes the block from every tier; false when it was not held. Pinned or leased blocks are refused. */
+    boolean delete(BlockKey key) {
+        CatalogEntry entry = catalog.get(key);
+        if (entry == null) {
+            return false;
+        }
+        if (entry.pins() > 0 || entry.leases() > 0) {
+            throw new IllegalStateException("block " + key + " is pinned or leased and cannot be deleted");
+        }
+        Set<TierId> had = entry.dropAll();
+        for (TierId t : had) {
+            events.copyRemoved(t, key, entry.length());
+        }
+        awaitNoReaders(entry);
+        for (TierId t : had) {
+            stack.policy(t).onRemove(key);
+            stack.get(t).delete(key);
+        }
+        catalog.removeIfDead(entry);
+        return !had.isEmpty();
+    }
+
+    /** Removes every unpinned, unleased block of a namespace; returns how many were removed. */
+    int deleteNamespace(String namespace) {
+        int removed = 0;
+        for (CatalogEntry entry : catalog.entries()) {
+            if (entry.key().namespace().equals(namespace)
+                    && entry.pins() == 0
+                    && entry.leases() == 0
+                    && delete(entry.key())) {
+                removed++;
+            }
+        }
+        return removed;
+    }
+
+    /** Resident blocks of {@code namespace} (pinned and leased ones included), by a scan of the catalog. */
+    int namespaceBlockCount(String namespace) {
+        int n = 0;
+        for (CatalogEntry entry : catalog.entries()) {
+            if (entry.key().namespace().equals(namespace) && entry.fastestTier() != null) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    static void awaitNoReaders(CatalogEntry entry) {
+        SpinWait.until(
+                () -> entry.readers() == 0,
+                SpinWait.DEFAULT_NANOS,
+                () -> "block " + entry.key() + " still has readers after 30 s");
+    }
+
+    static BlockRecord recordOf(CatalogEntry entry) {
+        return new BlockRecord(entry.key(), entry.parent(), entry.length(), entry.crc32c());
+    }
+}

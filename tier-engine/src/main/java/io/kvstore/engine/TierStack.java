@@ -1,0 +1,157 @@
+package io.kvstore.engine;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.eviction.TierPolicy;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.memory.MemoryTier;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The configured tiers, fastest first, each with its settings and its eviction policy. Which tier is
+ * above or below which is decided here once; settings change at run time without a lock on the data
+ * path (a policy switch is the policy's own business).
+ */
+final class TierStack implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(TierStack.class);
+
+    private final TreeMap<TierId, BlockTier> tiers = new TreeMap<>();
+    private final EnumMap<TierId, TierPolicy> policies = new EnumMap<>(TierId.class);
+    private final Map<TierId, TierSettings> settings = new ConcurrentHashMap<>();
+
+    /**
+     * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
+     * @param parentOf the parent of a resident block, for prefix-aware policies
+     */
+    TierStack(
+            Collection<? extends BlockTier> tierList,
+            Map<TierId, TierSettings> tierSettings,
+            Function<BlockKey, @Nullable BlockKey> parentOf) {
+        if (tierList.isEmpty()) {
+            throw new IllegalArgumentException("at least one tier is required");
+        }
+        for (BlockTier tier : tierList) {
+            if (tiers.put(tier.id(), tier) != null) {
+                throw new IllegalArgumentException("tier " + tier.id() + " configured twice");
+            }
+        }
+        for (TierId id : tiers.keySet()) {
+            TierSettings s = tierSettings.getOrDefault(id, TierSettings.DEFAULT);
+            settings.put(id, s);
+            policies.put(id, new TierPolicy(s.policy(), parentOf));
+        }
+    }
+
+    /** @throws IllegalArgumentException when {@code id} is not configured */
+    BlockTier get(TierId id) {
+        BlockTier tier = tiers.get(id);
+        if (tier == null) {
+            throw new IllegalArgumentException("tier " + id + " is not configured; configured: " + tiers.keySet());
+        }
+        return tier;
+    }
+
+    /** The tier as a memory tier, for in-place writes. */
+    MemoryTier memory(TierId id) {
+        if (!(get(id) instanceof MemoryTier memory)) {
+            throw new IllegalArgumentException("tier " + id + " is not a memory tier; in-place writes need one");
+        }
+        return memory;
+    }
+
+    TierId fastest() {
+        return tiers.firstKey();
+    }
+
+    /** The durable end of the stack: where write-through copies go. */
+    TierId slowest() {
+        return tiers.lastKey();
+    }
+
+    @Nullable
+    TierId below(TierId id) {
+        return tiers.higherKey(id);
+    }
+
+    @Nullable
+    TierId above(TierId id) {
+        return tiers.lowerKey(id);
+    }
+
+    TierPolicy policy(TierId id) {
+        return policies.get(id);
+    }
+
+    TierSettings settings(TierId id) {
+        get(id);
+        return settings.get(id);
+    }
+
+    Set<TierId> ids() {
+        return tiers.keySet();
+    }
+
+    Collection<BlockTier> all() {
+        return tiers.values();
+    }
+
+    /** Whether {@code id} has passed its high watermark. */
+    boolean aboveHighWatermark(TierId id) {
+        BlockTier tier = tiers.get(id);
+        return tier.usedBytes() > settings.get(id).highWatermark() * tier.capacityBytes();
+    }
+
+    /** Bytes {@code id} holds above its low watermark; zero or less when it is below. */
+    long excessOverLowWatermark(TierId id) {
+        BlockTier tier = tiers.get(id);
+        return tier.usedBytes() - (long) (settings.get(id).lowWatermark() * tier.capacityBytes());
+    }
+
+    void setPolicy(TierId id, EvictionPolicyKind kind) {
+        get(id);
+        policies.get(id).switchTo(kind);
+        settings.compute(id, (k, s) -> s.withPolicy(kind));
+        log.info("tier {}: eviction policy is now {}", id, kind);
+    }
+
+    void setWatermarks(TierId id, double high, double low) {
+        get(id);
+        settings.compute(id, (k, s) -> s.withWatermarks(high, low));
+        log.info("tier {}: watermarks now high {} low {}", id, high, low);
+    }
+
+    List<TierStats> stats() {
+        List<TierStats> out = new ArrayList<>();
+        for (BlockTier t : tiers.values()) {
+            out.add(new TierStats(
+                    t.id(),
+                    t.provider(),
+                    t instanceof MemoryTier m && m.emulated(),
+                    t.capacityBytes(),
+                    t.usedBytes(),
+                    t.blockCount(),
+                    settings.get(t.id())));
+        }
+        return out;
+    }
+
+    @Override
+    public void close() {
+        for (BlockTier tier : tiers.values()) {
+            tier.close();
+        }
+    }
+}
