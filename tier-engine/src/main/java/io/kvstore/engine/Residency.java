@@ -96,7 +96,7 @@ final class Residency {
                         continue;
                     }
                     if (entry.length() != length || entry.crc32c() != crc) {
-                        throw new IllegalArgumentException("block " + key + " is already stored with different bytes ("
+                        throw new BlockConflictException("block " + key + " is already stored with different bytes ("
                                 + entry.length() + " bytes, crc " + Integer.toHexString(entry.crc32c()) + ")");
                     }
                     return new Stored(holder, false, entry);
@@ -239,14 +239,18 @@ final class Residency {
         catalog.removeIfDead(entry);
     }
 
-    /** Removes the block from every tier; false when it was not held. Pinned or leased blocks are refused. */
+    /**
+     * Removes the block from every tier; false when it was not held.
+     *
+     * @throws BlockHeldException when the block is pinned or leased
+     */
     boolean delete(BlockKey key) {
         CatalogEntry entry = catalog.get(key);
         if (entry == null) {
             return false;
         }
         if (entry.pins() > 0 || entry.leases() > 0) {
-            throw new IllegalStateException("block " + key + " is pinned or leased and cannot be deleted");
+            throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
         }
         Set<TierId> had = entry.dropAll();
         for (TierId t : had) {

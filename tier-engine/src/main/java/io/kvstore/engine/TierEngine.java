@@ -146,6 +146,7 @@ public final class TierEngine implements AutoCloseable {
      * key that is already resident is a no-op returning the tier that holds it.
      *
      * @throws TierFullException when nothing more can be evicted (everything pinned, leased or being read)
+     * @throws BlockConflictException when the key is already stored with other bytes
      */
     public TierId put(BlockKey key, @Nullable BlockHash parent, MemorySegment bytes, TierId target) throws IOException {
         BlockTier tier = stack.get(target);
@@ -178,7 +179,7 @@ public final class TierEngine implements AutoCloseable {
      * already resident is filled into {@code scratch} instead and must have the same bytes.
      *
      * @param scratch at least {@code length} bytes, used only when the block is already stored
-     * @throws IllegalArgumentException when the key is already stored with other bytes
+     * @throws BlockConflictException when the key is already stored with other bytes
      */
     public TierId putInPlace(
             BlockKey key, @Nullable BlockHash parent, int length, SlotFiller filler, MemorySegment scratch)
@@ -240,7 +241,11 @@ public final class TierEngine implements AutoCloseable {
 
     // ---- delete -------------------------------------------------------------------------------
 
-    /** Removes the block from every tier; false when it was not held. Pinned or leased blocks are refused. */
+    /**
+     * Removes the block from every tier; false when it was not held.
+     *
+     * @throws BlockHeldException when the block is pinned or leased
+     */
     public boolean delete(BlockKey key) {
         return residency.delete(key);
     }

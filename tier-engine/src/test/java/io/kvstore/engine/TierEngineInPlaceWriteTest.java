@@ -315,7 +315,7 @@ class TierEngineInPlaceWriteTest {
         MemorySegment other = TestBlocks.bytes(arena, 6, BLOCK);
         assertThatThrownBy(() -> engine.putInPlace(
                         key, null, BLOCK, slot -> MemorySegment.copy(other, 0, slot, 0, BLOCK), scratch))
-                .isInstanceOf(IllegalArgumentException.class)
+                .isInstanceOf(BlockConflictException.class)
                 .hasMessageContaining("different bytes");
         assertThat(dram.usedBytes()).isEqualTo(BLOCK);
         engine.get(key, dst);

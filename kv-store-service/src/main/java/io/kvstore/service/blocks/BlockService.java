@@ -4,6 +4,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.catalog.LookupResult;
+import io.kvstore.engine.BlockConflictException;
 import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.Lease;
 import io.kvstore.engine.TierEngine;
@@ -141,7 +142,7 @@ public class BlockService {
                             spec.blockBytes(),
                             reader::readBlock,
                             block);
-                } catch (IllegalArgumentException differentBytes) {
+                } catch (BlockConflictException differentBytes) {
                     throw new ConflictException("frame " + reader.frame() + ": " + differentBytes.getMessage());
                 }
                 metrics.transfer(
@@ -229,11 +230,7 @@ public class BlockService {
         BlockKey key =
                 new BlockKey(namespace, parseHashes(spec, List.of(hex), "hash").getFirst());
         boolean deleted;
-        try {
-            deleted = engine.delete(key);
-        } catch (IllegalStateException pinned) {
-            throw new ConflictException(pinned.getMessage());
-        }
+        deleted = engine.delete(key);
         if (!deleted) {
             throw new NotFoundException("block " + hex + " is not stored in namespace '" + namespace + "'");
         }

@@ -1,5 +1,7 @@
 package io.kvstore.service.error;
 
+import io.kvstore.engine.BlockConflictException;
+import io.kvstore.engine.BlockHeldException;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
@@ -25,6 +27,8 @@ import tools.jackson.core.JacksonException;
  * (415, 405, malformed JSON, ...) through {@link ResponseEntityExceptionHandler}, the service's through
  * the handlers below. A problem names the field at fault where there is one ({@code field}); stack traces
  * never leave the process, and an unexpected failure is logged once and answered 500 without detail.
+ * Exceptions map by type: a client error is always one of the typed exceptions below, so a bug that
+ * throws {@code IllegalArgumentException} shows as a 500 in the log instead of passing as a 400.
  */
 @RestControllerAdvice
 public class ProblemAdvice extends ResponseEntityExceptionHandler {
@@ -43,8 +47,8 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
         return respond(problem(HttpStatus.NOT_FOUND, "Not found", e.getMessage()));
     }
 
-    @ExceptionHandler(ConflictException.class)
-    ResponseEntity<Object> conflict(ConflictException e) {
+    @ExceptionHandler({ConflictException.class, BlockConflictException.class, BlockHeldException.class})
+    ResponseEntity<Object> conflict(RuntimeException e) {
         return respond(problem(HttpStatus.CONFLICT, "Conflict", e.getMessage()));
     }
 
@@ -70,11 +74,6 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     ResponseEntity<Object> corrupt(ChecksumMismatchException e) {
         log.warn("answered 500: {}", e.getMessage());
         return respond(problem(HttpStatus.INTERNAL_SERVER_ERROR, "Stored block is corrupt", e.getMessage()));
-    }
-
-    @ExceptionHandler(IllegalArgumentException.class)
-    ResponseEntity<Object> illegalArgument(IllegalArgumentException e) {
-        return respond(problem(HttpStatus.BAD_REQUEST, "Invalid request", e.getMessage()));
     }
 
     @ExceptionHandler(Exception.class)

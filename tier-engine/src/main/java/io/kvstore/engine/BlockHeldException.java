@@ -1,0 +1,9 @@
+package io.kvstore.engine;
+
+/** A delete named a block that is pinned or leased; it stays until unpinned or released. */
+public final class BlockHeldException extends RuntimeException {
+
+    public BlockHeldException(String message) {
+        super(message);
+    }
+}
