@@ -54,24 +54,49 @@ public class AdminController {
     public record PinRequest(
             String namespace, List<String> blockHashes, int[] tokenIds, String lora, String cacheSalt) {}
 
-    @GetMapping("/tiers")
-    public Map<String, Object> tiers() {
-        List<Map<String, Object>> out = new ArrayList<>();
-        for (TierStats s : engine.stats()) {
-            Map<String, Object> t = new LinkedHashMap<>();
-            t.put("tier", s.tier().name());
-            t.put("provider", s.provider());
-            t.put("emulated", s.emulated());
-            t.put("capacityBytes", s.capacityBytes());
-            t.put("usedBytes", s.usedBytes());
-            t.put("blocks", s.blocks());
-            t.put("highWatermark", s.settings().highWatermark());
-            t.put("lowWatermark", s.settings().lowWatermark());
-            t.put("policy", s.settings().policy().name());
-            t.put("promoteOnHit", s.settings().promoteOnHit());
-            out.add(t);
+    /** One tier as {@code GET /admin/tiers} shows it. */
+    public record TierView(
+            String tier,
+            String provider,
+            boolean emulated,
+            long capacityBytes,
+            long usedBytes,
+            int blocks,
+            double highWatermark,
+            double lowWatermark,
+            String policy,
+            boolean promoteOnHit) {
+
+        static TierView of(TierStats s) {
+            return new TierView(
+                    s.tier().name(),
+                    s.provider(),
+                    s.emulated(),
+                    s.capacityBytes(),
+                    s.usedBytes(),
+                    s.blocks(),
+                    s.settings().highWatermark(),
+                    s.settings().lowWatermark(),
+                    s.settings().policy().name(),
+                    s.settings().promoteOnHit());
         }
-        return Map.of("tiers", out);
+    }
+
+    /** {@code GET /admin/tiers}: every configured tier, fastest first. */
+    public record Tiers(List<TierView> tiers) {}
+
+    /** {@code POST /admin/evict}: what left the tier. */
+    public record Evicted(String tier, int evictedBlocks, long evictedBytes) {}
+
+    /** {@code POST /admin/pin}: how many of the named blocks are now pinned. */
+    public record Pinned(int pinnedBlocks) {}
+
+    /** {@code POST /admin/unpin}: how many of the named blocks were unpinned. */
+    public record Unpinned(int unpinnedBlocks) {}
+
+    @GetMapping("/tiers")
+    public Tiers tiers() {
+        return new Tiers(engine.stats().stream().map(TierView::of).toList());
     }
 
     @GetMapping("/eviction-policy")
@@ -126,7 +151,7 @@ public class AdminController {
     }
 
     @PostMapping(path = "/evict", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> evict(@RequestBody EvictRequest request) {
+    public Evicted evict(@RequestBody EvictRequest request) {
         TierId tier = tier(request.tier(), "tier");
         EvictionReport report;
         if (request.namespace() != null) {
@@ -150,17 +175,17 @@ public class AdminController {
                     request.bytes() == null ? 0 : request.bytes(),
                     request.blocks() == null ? 0 : request.blocks());
         }
-        return Map.of("tier", tier.name(), "evictedBlocks", report.blocks(), "evictedBytes", report.bytes());
+        return new Evicted(tier.name(), report.blocks(), report.bytes());
     }
 
     @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> pin(@RequestBody PinRequest request) {
-        return Map.of("pinnedBlocks", engine.pin(keys(request)));
+    public Pinned pin(@RequestBody PinRequest request) {
+        return new Pinned(engine.pin(keys(request)));
     }
 
     @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Map<String, Object> unpin(@RequestBody PinRequest request) {
-        return Map.of("unpinnedBlocks", engine.unpin(keys(request)));
+    public Unpinned unpin(@RequestBody PinRequest request) {
+        return new Unpinned(engine.unpin(keys(request)));
     }
 
     @GetMapping("/backends")

@@ -52,29 +52,29 @@ public class EngineController {
     }
 
     @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public ResponseEntity<Map<String, Object>> declare(
+    public ResponseEntity<NamespaceView> declare(
             @PathVariable("ns") String ns, @RequestBody NamespaceDeclaration declaration) {
         NamespaceSpec spec = declaration.toSpec();
         var outcome = namespaces.declare(ns, spec);
         return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
-                .body(namespaceView(ns, spec));
+                .body(NamespaceView.of(ns, spec));
     }
 
     @GetMapping("/namespaces/{ns}")
-    public Map<String, Object> namespace(@PathVariable("ns") String ns) {
-        return namespaceView(ns, namespaces.require(ns));
+    public NamespaceView namespace(@PathVariable("ns") String ns) {
+        return NamespaceView.of(ns, namespaces.require(ns));
     }
 
     @GetMapping("/namespaces")
-    public Map<String, Object> namespaces() {
-        Map<String, Object> out = new LinkedHashMap<>();
-        namespaces.all().forEach((name, spec) -> out.put(name, namespaceView(name, spec)));
-        return Map.of("namespaces", out);
+    public EngineResponses.Namespaces namespaces() {
+        Map<String, NamespaceView> out = new LinkedHashMap<>();
+        namespaces.all().forEach((name, spec) -> out.put(name, NamespaceView.of(name, spec)));
+        return new EngineResponses.Namespaces(out);
     }
 
     @DeleteMapping("/namespaces/{ns}")
-    public Map<String, Object> deleteNamespace(@PathVariable("ns") String ns) {
-        return Map.of("namespace", ns, "deletedBlocks", blocks.deleteNamespace(ns));
+    public EngineResponses.NamespaceDeleted deleteNamespace(@PathVariable("ns") String ns) {
+        return new EngineResponses.NamespaceDeleted(ns, blocks.deleteNamespace(ns));
     }
 
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE)
@@ -134,11 +134,11 @@ public class EngineController {
 
     /** Stores a framed batch (see {@code BlockFrames}) streamed from the request body. */
     @PutMapping(path = "/namespaces/{ns}/blocks", consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE)
-    public Map<String, Object> store(@PathVariable("ns") String ns, HttpServletRequest request) throws IOException {
+    public EngineResponses.Stored store(@PathVariable("ns") String ns, HttpServletRequest request) throws IOException {
         var stored = blocks.store(ns, request.getInputStream(), request.getContentLengthLong());
         Map<String, Integer> tiers = new LinkedHashMap<>();
         stored.tiers().forEach((tier, n) -> tiers.put(tier.name(), n));
-        return Map.of("namespace", ns, "storedBlocks", stored.blocks(), "bytes", stored.bytes(), "tiers", tiers);
+        return new EngineResponses.Stored(ns, stored.blocks(), stored.bytes(), tiers);
     }
 
     /** Sends the named blocks as a framed batch, in the order asked. */
@@ -160,14 +160,11 @@ public class EngineController {
     }
 
     @GetMapping("/leases/{id}")
-    public Map<String, Object> lease(@PathVariable("id") String id) {
+    public EngineResponses.LeaseView lease(@PathVariable("id") String id) {
         Lease lease = blocks.lease(id);
-        return Map.of(
-                "id",
+        return new EngineResponses.LeaseView(
                 lease.id(),
-                "expiresAt",
                 lease.expiresAt(),
-                "blocks",
                 lease.blocks().stream().map(BlockKey::hash).map(BlockHash::hex).toList());
     }
 
@@ -186,17 +183,5 @@ public class EngineController {
         } catch (IllegalArgumentException e) {
             throw new InvalidRequestException("extraKeys.more", "extraKeys.more: " + e.getMessage());
         }
-    }
-
-    static Map<String, Object> namespaceView(String name, NamespaceSpec spec) {
-        Map<String, Object> view = new LinkedHashMap<>();
-        view.put("namespace", name);
-        var d = NamespaceDeclaration.of(spec);
-        view.put("model", d.model());
-        view.put("layout", d.layout());
-        view.put("hashScheme", d.hashScheme());
-        view.put("blockBytes", spec.blockBytes());
-        view.put("hashBytes", spec.hashBytes());
-        return view;
     }
 }

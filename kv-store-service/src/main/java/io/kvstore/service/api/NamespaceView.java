@@ -1,0 +1,19 @@
+package io.kvstore.service.api;
+
+import io.kvstore.service.namespace.NamespaceDeclaration;
+import io.kvstore.service.namespace.NamespaceSpec;
+
+/** A declared namespace as the API shows it: its declaration in canonical form and the sizes it implies. */
+public record NamespaceView(
+        String namespace,
+        String model,
+        NamespaceDeclaration.Layout layout,
+        String hashScheme,
+        int blockBytes,
+        int hashBytes) {
+
+    static NamespaceView of(String name, NamespaceSpec spec) {
+        var d = NamespaceDeclaration.of(spec);
+        return new NamespaceView(name, d.model(), d.layout(), d.hashScheme(), spec.blockBytes(), spec.hashBytes());
+    }
+}
