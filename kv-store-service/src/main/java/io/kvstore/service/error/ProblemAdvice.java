@@ -65,7 +65,7 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
                 e.getMessage() + "; everything left is pinned, leased or being read"));
     }
 
-    @ExceptionHandler(io.kvstore.service.transport.TransportUnavailableException.class)
+    @ExceptionHandler(io.kvstore.service.error.TransportUnavailableException.class)
     ResponseEntity<Object> noTransport(RuntimeException e) {
         return respond(problem(HttpStatus.SERVICE_UNAVAILABLE, "One-sided transport unavailable", e.getMessage()));
     }

@@ -4,6 +4,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.ffm.ucx.Ucp;
 import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.TransportUnavailableException;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;

@@ -1,4 +1,4 @@
-package io.kvstore.service.transport;
+package io.kvstore.service.error;
 
 /** A one-sided call while the service has no one-sided transport; answered 503 with the reason. */
 public final class TransportUnavailableException extends RuntimeException {
