@@ -1,0 +1,149 @@
+"""The HTTP client against a real kvstore: namespaces, store, fetch, lookup, delete, leases, errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kvstore
+from blocks import SMALL, chain, prompt
+from kvstore import Block, Layout
+
+
+def test_declaring_a_namespace_creates_then_confirms_and_a_different_layout_conflicts(client, ns):
+    created = client.declare_namespace(ns, SMALL, model="m", hash_seed="0")
+    assert created["layout"]["kvHeads"] == 2
+    assert client.declare_namespace(ns, SMALL, model="m", hash_seed="0")["model"] == "m"
+    assert ns in client.namespaces()
+    with pytest.raises(kvstore.Conflict) as e:
+        client.declare_namespace(ns, Layout(4, 2, 64, "float16", 16), model="m", hash_seed="0")
+    assert e.value.status == 409 and e.value.problem["status"] == 409
+
+
+def test_a_bad_declaration_raises_with_the_problem_field(client, ns):
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.declare_namespace(ns, Layout(2, 2, 64, "float13", 16))
+    assert e.value.status == 400
+    assert e.value.field == "layout.dtype"
+    assert "float13" in e.value.detail
+    assert e.value.title
+
+
+def test_many_blocks_round_trip_byte_exact(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(200, SMALL.block_bytes, seed=1)
+    stored = client.store(ns, blocks)
+    assert stored["storedBlocks"] == 200 and stored["bytes"] == 200 * SMALL.block_bytes
+    got = client.fetch(ns, hashes)
+    assert len(got) == 200
+    for want, have in zip(data, got):
+        assert np.array_equal(want, have)
+    # into caller buffers, in a different order
+    out = [bytearray(SMALL.block_bytes) for _ in range(3)]
+    client.fetch(ns, [hashes[7], hashes[0], hashes[199]], out=out)
+    assert bytes(out[0]) == data[7].tobytes() and bytes(out[1]) == data[0].tobytes()
+    assert bytes(out[2]) == data[199].tobytes()
+
+
+def test_lookup_by_hashes_matches_the_stored_prefix_and_reports_tiers(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, _, blocks = prompt(10, SMALL.block_bytes, seed=2)
+    client.store(ns, blocks[:6])
+    r = client.lookup(ns, block_hashes=hashes)
+    assert r.matched_blocks == 6
+    assert r.matched_tokens == 6 * SMALL.block_size
+    assert r.matched_hashes == hashes[:6]
+    assert r.tiers == ["DRAM"] * 6
+    assert r.lease is None
+    assert client.lookup(ns, block_hashes=chain(3, "other")).matched_blocks == 0
+
+
+def test_lookup_by_token_ids_of_an_unknown_prompt_matches_nothing(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    r = client.lookup(ns, token_ids=list(range(64)), extra_keys={"lora": "a"})
+    assert r.matched_blocks == 0
+
+
+def test_lookup_with_both_tokens_and_hashes_is_refused_naming_the_field(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.lookup(ns, token_ids=[1] * 16, block_hashes=chain(1, "x"))
+    assert e.value.field == "tokenIds"
+
+
+def test_a_hash_of_the_wrong_length_is_refused(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.lookup(ns, block_hashes=[b"\x01" * 8])
+    assert e.value.field == "blockHashes[0]"
+
+
+def test_a_block_of_the_wrong_size_is_refused_and_earlier_frames_stay(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=3)
+    bad = Block(hashes[2], np.zeros(100, dtype=np.uint8), hashes[1])
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.store(ns, blocks[:2] + [bad])
+    assert e.value.field == "body" and "frame 2" in e.value.detail
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 2
+    # the connection is still usable after the refusal
+    assert np.array_equal(client.fetch(ns, [hashes[1]])[0], data[1])
+
+
+def test_delete_then_fetch_names_the_missing_block(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, _, blocks = prompt(3, SMALL.block_bytes, seed=4)
+    client.store(ns, blocks)
+    client.delete(ns, hashes[1])
+    with pytest.raises(kvstore.NotFound) as e:
+        client.fetch(ns, hashes)
+    assert hashes[1].hex() in e.value.detail
+    with pytest.raises(kvstore.NotFound):
+        client.delete(ns, hashes[1])
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 1
+
+
+def test_a_lease_holds_blocks_until_released(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, _, blocks = prompt(4, SMALL.block_bytes, seed=5)
+    client.store(ns, blocks)
+    r = client.lookup(ns, block_hashes=hashes, lease=True)
+    assert r.lease is not None and r.lease.blocks == 4
+    assert client.lease(r.lease.id)["blocks"] == [h.hex() for h in hashes]
+    with pytest.raises(kvstore.Conflict):
+        client.delete(ns, hashes[0])
+    with pytest.raises(kvstore.Conflict):
+        client.delete_namespace(ns)
+    client.release(r.lease.id)
+    with pytest.raises(kvstore.NotFound):
+        client.release(r.lease.id)
+    assert client.delete_namespace(ns) == 4
+
+
+def test_one_keep_alive_connection_carries_many_requests(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, _, blocks = prompt(2, SMALL.block_bytes, seed=6)
+    client.store(ns, blocks)
+    sock = client._conns.get().sock
+    for _ in range(150):
+        client.lookup(ns, block_hashes=hashes)
+        client.fetch(ns, hashes[:1])
+    assert client._conns.get().sock is sock
+
+
+def test_an_unreachable_service_raises_unavailable():
+    from service import free_port
+
+    c = kvstore.KvStoreClient(f"http://127.0.0.1:{free_port()}", timeout=5)
+    with pytest.raises(kvstore.KvStoreUnavailable):
+        c.namespaces()
+
+
+def test_a_token_is_sent_as_a_bearer_header(service, ns):
+    # the engine API accepts it whether or not tokens are configured; the admin API checks it
+    admin = kvstore.KvStoreClient(service.url, token="pytest-admin")
+    assert "DRAM" in str(admin.request_json("GET", "/admin/tiers"))
+    wrong = kvstore.KvStoreClient(service.url, token="wrong")
+    with pytest.raises(kvstore.Forbidden) as e:
+        wrong.request_json("GET", "/admin/tiers")
+    assert e.value.status == 403
