@@ -1,28 +1,23 @@
 package io.kvstore.ffm.cuda;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A CUDA event: a marker recorded into a stream that completes when the work queued before it has,
  * used to wait for one copy without draining the whole stream and to time copies on the device.
  */
-public final class CudaEvent implements AutoCloseable {
+public final class CudaEvent extends NativeHandle {
 
     private final CudaRuntime cuda;
-    private final MemorySegment handle;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     CudaEvent(CudaRuntime cuda, MemorySegment handle) {
+        super(handle);
         this.cuda = cuda;
-        this.handle = handle;
     }
 
     MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        return handle;
+        return live();
     }
 
     /** Records this event at the current end of {@code stream}. */
@@ -46,15 +41,12 @@ public final class CudaEvent implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-        if (!closed.get()) {
-            cuda.destroy(this);
-            closed.set(true);
-        }
+    protected void release(MemorySegment handle) {
+        cuda.destroyEvent(handle, toString());
     }
 
     @Override
     public String toString() {
-        return "event 0x" + Long.toHexString(handle.address());
+        return "event 0x" + Long.toHexString(handleAddress());
     }
 }

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvstore.ffm.Availability;
+import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
 import java.lang.foreign.Arena;
@@ -75,33 +76,22 @@ public final class CudaRuntime {
         }
     }
 
-    private static final class Holder {
-        static final CudaRuntime INSTANCE;
-        static final Availability AVAILABILITY;
+    private static final LazyBinding<CudaRuntime> BINDING = LazyBinding.of(CudaRuntime::loadRuntime);
 
-        static {
-            CudaRuntime runtime = null;
-            Availability availability;
-            try {
-                runtime = new CudaRuntime(load());
-                int devices;
-                try {
-                    devices = runtime.deviceCount();
-                } catch (CudaException e) {
-                    // loaded, but no usable driver or device: say which library answered
-                    throw new CudaException(
-                            "libcudart at " + runtime.library.location() + " loaded, but " + e.getMessage());
-                }
-                availability = Availability.available("libcudart at " + runtime.library.location()
-                        + ", runtime " + version(runtime.runtimeVersion()) + ", driver "
-                        + version(runtime.driverVersion()) + ", " + devices + " device(s)");
-            } catch (LibraryUnavailableException | CudaException e) {
-                availability = Availability.unavailable(e.getMessage());
-                runtime = null;
-            }
-            INSTANCE = runtime;
-            AVAILABILITY = availability;
+    private static LazyBinding.Loaded<CudaRuntime> loadRuntime() {
+        CudaRuntime runtime = new CudaRuntime(load());
+        int devices;
+        try {
+            devices = runtime.deviceCount();
+        } catch (CudaException e) {
+            // loaded, but no usable driver or device: say which library answered
+            throw new LibraryUnavailableException(
+                    "libcudart at " + runtime.library.location() + " loaded, but " + e.getMessage());
         }
+        return new LazyBinding.Loaded<>(
+                runtime,
+                "libcudart at " + runtime.library.location() + ", runtime " + version(runtime.runtimeVersion())
+                        + ", driver " + version(runtime.driverVersion()) + ", " + devices + " device(s)");
     }
 
     @FunctionalInterface
@@ -212,7 +202,7 @@ public final class CudaRuntime {
 
     /** Whether the CUDA runtime can be used here, with the library, versions and device count, or why not. */
     public static Availability availability() {
-        return Holder.AVAILABILITY;
+        return BINDING.availability();
     }
 
     /**
@@ -221,10 +211,7 @@ public final class CudaRuntime {
      * @throws LibraryUnavailableException with the reason when it is not available
      */
     public static CudaRuntime get() {
-        if (Holder.INSTANCE == null) {
-            throw new LibraryUnavailableException(Holder.AVAILABILITY.detail());
-        }
-        return Holder.INSTANCE;
+        return BINDING.get();
     }
 
     public int deviceCount() {
@@ -387,9 +374,8 @@ public final class CudaRuntime {
         return ready("cudaStreamQuery(" + stream + ")", () -> (int) streamQuery.invokeExact(handle));
     }
 
-    void destroy(CudaStream stream) {
-        MemorySegment handle = stream.handle();
-        check("cudaStreamDestroy(" + stream + ")", arena -> (int) streamDestroy.invokeExact(handle));
+    void destroyStream(MemorySegment handle, String name) {
+        check("cudaStreamDestroy(" + name + ")", arena -> (int) streamDestroy.invokeExact(handle));
     }
 
     /** A new event; {@code flags} is {@link #EVENT_DEFAULT} or {@link #EVENT_DISABLE_TIMING}. */
@@ -425,9 +411,8 @@ public final class CudaRuntime {
         }
     }
 
-    void destroy(CudaEvent event) {
-        MemorySegment e = event.handle();
-        check("cudaEventDestroy(" + event + ")", arena -> (int) eventDestroy.invokeExact(e));
+    void destroyEvent(MemorySegment handle, String name) {
+        check("cudaEventDestroy(" + name + ")", arena -> (int) eventDestroy.invokeExact(handle));
     }
 
     /** The cudaError_t name of {@code status}, e.g. {@code cudaErrorInvalidValue}. */

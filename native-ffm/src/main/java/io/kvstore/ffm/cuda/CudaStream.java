@@ -1,28 +1,23 @@
 package io.kvstore.ffm.cuda;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A CUDA stream: an ordered queue of copies on one device. Copies queued on different streams may
  * overlap, which is how a tier moves several blocks to and from the GPU at once. Closing destroys it.
  */
-public final class CudaStream implements AutoCloseable {
+public final class CudaStream extends NativeHandle {
 
     private final CudaRuntime cuda;
-    private final MemorySegment handle;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     CudaStream(CudaRuntime cuda, MemorySegment handle) {
+        super(handle);
         this.cuda = cuda;
-        this.handle = handle;
     }
 
     MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException(this + " is closed");
-        }
-        return handle;
+        return live();
     }
 
     /** Waits until everything queued on this stream has finished. */
@@ -36,15 +31,12 @@ public final class CudaStream implements AutoCloseable {
     }
 
     @Override
-    public void close() {
-        if (!closed.get()) {
-            cuda.destroy(this);
-            closed.set(true);
-        }
+    protected void release(MemorySegment handle) {
+        cuda.destroyStream(handle, toString());
     }
 
     @Override
     public String toString() {
-        return "stream 0x" + Long.toHexString(handle.address());
+        return "stream 0x" + Long.toHexString(handleAddress());
     }
 }

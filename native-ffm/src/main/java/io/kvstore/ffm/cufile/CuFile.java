@@ -5,11 +5,12 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvstore.ffm.Availability;
+import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
+import io.kvstore.ffm.libc.Errno;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SegmentAllocator;
@@ -80,29 +81,15 @@ public final class CuFile {
 
     private static final VarHandle ERR = ERROR.varHandle(MemoryLayout.PathElement.groupElement("err"));
     private static final VarHandle CU_ERR = ERROR.varHandle(MemoryLayout.PathElement.groupElement("cu_err"));
-    private static final StructLayout CAPTURE = Linker.Option.captureStateLayout();
-    private static final VarHandle ERRNO = CAPTURE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
 
-    private static final class Holder {
-        static final CuFile INSTANCE;
-        static final Availability AVAILABILITY;
-
-        static {
-            CuFile cufile = null;
-            Availability availability;
-            try {
-                cufile = new CuFile(load());
-                availability = Availability.available("libcufile at " + cufile.library.location()
+    private static final LazyBinding<CuFile> BINDING = LazyBinding.of(() -> {
+        CuFile cufile = new CuFile(load());
+        return new LazyBinding.Loaded<>(
+                cufile,
+                "libcufile at " + cufile.library.location()
                         + cufile.version().map(v -> ", cuFileGetVersion " + v).orElse("")
                         + (cufile.batchSetUp.isPresent() ? ", batch API" : ", no batch API"));
-            } catch (LibraryUnavailableException e) {
-                availability = Availability.unavailable(e.getMessage());
-                cufile = null;
-            }
-            INSTANCE = cufile;
-            AVAILABILITY = availability;
-        }
-    }
+    });
 
     private final NativeLibrary library;
     private final MethodHandle driverOpen;
@@ -132,10 +119,9 @@ public final class CuFile {
         handleDeregister = library.function("cuFileHandleDeregister", FunctionDescriptor.ofVoid(ADDRESS));
         bufRegister = library.function("cuFileBufRegister", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_LONG, JAVA_INT));
         bufDeregister = library.function("cuFileBufDeregister", FunctionDescriptor.of(ERROR, ADDRESS));
-        Linker.Option errno = Linker.Option.captureCallState("errno");
         FunctionDescriptor io = FunctionDescriptor.of(JAVA_LONG, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, JAVA_LONG);
-        read = library.function("cuFileRead", io, errno);
-        write = library.function("cuFileWrite", io, errno);
+        read = library.function("cuFileRead", io, Errno.CAPTURE);
+        write = library.function("cuFileWrite", io, Errno.CAPTURE);
         getVersion = library.optionalFunction("cuFileGetVersion", FunctionDescriptor.of(ERROR, ADDRESS));
         batchSetUp = library.optionalFunction("cuFileBatchIOSetUp", FunctionDescriptor.of(ERROR, ADDRESS, JAVA_INT));
         batchSubmit = library.optionalFunction(
@@ -165,7 +151,7 @@ public final class CuFile {
 
     /** Whether cuFile can be used here, with the library, version and batch support, or why not. */
     public static Availability availability() {
-        return Holder.AVAILABILITY;
+        return BINDING.availability();
     }
 
     /**
@@ -174,10 +160,7 @@ public final class CuFile {
      * @throws LibraryUnavailableException with the reason when it is not available
      */
     public static CuFile get() {
-        if (Holder.INSTANCE == null) {
-            throw new LibraryUnavailableException(Holder.AVAILABILITY.detail());
-        }
-        return Holder.INSTANCE;
+        return BINDING.get();
     }
 
     /** cuFileGetVersion's answer, when the library has the call and it succeeds. */
@@ -273,16 +256,15 @@ public final class CuFile {
         }
         String what = name + "(" + file + ", buffer 0x" + Long.toHexString(buffer.address()) + ", " + size
                 + " bytes, file offset " + fileOffset + ", buffer offset " + bufferOffset + ")";
+        MemorySegment state = Errno.state();
         long result;
-        int errno;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment state = arena.allocate(CAPTURE);
+        try {
             result = (long) call.invokeExact(state, file.handle(), buffer, size, fileOffset, bufferOffset);
-            errno = (int) ERRNO.get(state, 0L);
         } catch (Throwable t) {
             throw new IllegalStateException(what + " could not be invoked", t);
         }
         if (result == -1) {
+            int errno = Errno.of(state);
             throw new CuFileException(what + " failed: errno " + errno, errno);
         }
         if (result < 0) {

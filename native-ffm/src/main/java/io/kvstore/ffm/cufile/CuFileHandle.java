@@ -1,47 +1,41 @@
 package io.kvstore.ffm.cufile;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A file descriptor registered with cuFile. Closing deregisters it; the descriptor itself stays
  * open and owned by whoever opened it.
  */
-public final class CuFileHandle implements AutoCloseable {
+public final class CuFileHandle extends NativeHandle {
 
     private final CuFile cufile;
-    private final MemorySegment handle;
     private final int fd;
     private final String path;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     CuFileHandle(CuFile cufile, MemorySegment handle, int fd, String path) {
+        super(handle);
         this.cufile = cufile;
-        this.handle = handle;
         this.fd = fd;
         this.path = path;
     }
 
     MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException("cuFile handle for " + path + " is closed");
-        }
-        return handle;
+        return live();
     }
 
     public int fd() {
         return fd;
     }
 
+    /** Deregisters the descriptor from cuFile. */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            cufile.deregister(handle);
-        }
+    protected void release(MemorySegment handle) {
+        cufile.deregister(handle);
     }
 
     @Override
     public String toString() {
-        return "fd " + fd + " (" + path + ")";
+        return "cuFile handle of fd " + fd + " (" + path + ")";
     }
 }

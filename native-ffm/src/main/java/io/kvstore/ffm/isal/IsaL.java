@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import io.kvstore.ffm.Availability;
+import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
 import java.lang.foreign.FunctionDescriptor;
@@ -21,32 +22,20 @@ public final class IsaL {
 
     private IsaL() {}
 
-    private static final class Holder {
-        static final MethodHandle CRC32_ISCSI;
-        static final Availability AVAILABILITY;
-
-        static {
-            MethodHandle crc = null;
-            Availability availability;
-            try {
-                NativeLibrary lib = NativeLibrary.load(
-                        "libisal",
-                        NativeLibrary.dirsFrom(System.getProperty("java.library.path")),
-                        List.of("libisal.so.2", "libisal.so"));
-                // unsigned int crc32_iscsi(unsigned char *buffer, int len, unsigned int init_crc)
-                crc = lib.function("crc32_iscsi", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT));
-                availability = Availability.available("libisal at " + lib.location());
-            } catch (LibraryUnavailableException e) {
-                availability = Availability.unavailable(e.getMessage());
-            }
-            CRC32_ISCSI = crc;
-            AVAILABILITY = availability;
-        }
-    }
+    private static final LazyBinding<MethodHandle> CRC32_ISCSI = LazyBinding.of(() -> {
+        NativeLibrary lib = NativeLibrary.load(
+                "libisal",
+                NativeLibrary.dirsFrom(System.getProperty("java.library.path")),
+                List.of("libisal.so.2", "libisal.so"));
+        // unsigned int crc32_iscsi(unsigned char *buffer, int len, unsigned int init_crc)
+        return new LazyBinding.Loaded<>(
+                lib.function("crc32_iscsi", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT)),
+                "libisal at " + lib.location());
+    });
 
     /** Whether ISA-L can be used here, with where it was loaded from, or why not. */
     public static Availability availability() {
-        return Holder.AVAILABILITY;
+        return CRC32_ISCSI.availability();
     }
 
     /**
@@ -57,10 +46,7 @@ public final class IsaL {
      * @throws IllegalArgumentException when {@code bytes} is heap memory or 2 GiB or longer
      */
     public static int crc32c(MemorySegment bytes) {
-        MethodHandle crc = Holder.CRC32_ISCSI;
-        if (crc == null) {
-            throw new LibraryUnavailableException("libisal " + Holder.AVAILABILITY);
-        }
+        MethodHandle crc = CRC32_ISCSI.get();
         if (!bytes.isNative() || bytes.byteSize() > Integer.MAX_VALUE) {
             throw new IllegalArgumentException("ISA-L checksums native memory under 2 GiB; got "
                     + (bytes.isNative() ? bytes.byteSize() + " bytes" : "heap memory"));

@@ -5,6 +5,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvstore.ffm.Availability;
+import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
 import io.kvstore.ffm.libc.LibC;
@@ -136,19 +137,20 @@ public final class Ucp {
 
     /** Whether libucp loaded and every symbol resolved, with its version, or why not. */
     public static Availability availability() {
-        return Holder.AVAILABILITY;
+        return BINDING.availability();
     }
 
     public static boolean isAvailable() {
-        return Holder.AVAILABILITY.available();
+        return BINDING.availability().available();
     }
 
+    /**
+     * The downcall handles.
+     *
+     * @throws LibraryUnavailableException with the reason when libucp is not available
+     */
     static Handles h() {
-        Handles handles = Holder.HANDLES;
-        if (handles == null) {
-            throw new LibraryUnavailableException("libucp " + Holder.AVAILABILITY);
-        }
-        return handles;
+        return BINDING.get();
     }
 
     /** {@code ucs_status_string}: the library's name for a status. */
@@ -229,89 +231,109 @@ public final class Ucp {
     /** Every downcall handle; constructed once, or not at all when a symbol is missing. */
     static final class Handles {
         final String version;
-        final MethodHandle statusString = fn("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
-        final MethodHandle configRead =
-                fn("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle configModify =
-                fn("ucp_config_modify", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle configRelease = fn("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle initVersion =
-                fn("ucp_init_version", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle cleanup = fn("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle workerCreate =
-                fn("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle workerDestroy = fn("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle workerGetAddress =
-                fn("ucp_worker_get_address", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle workerReleaseAddress =
-                fn("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        final MethodHandle workerProgress = fn("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle workerGetEfd = fn("ucp_worker_get_efd", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle workerArm = fn("ucp_worker_arm", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle workerSignal = fn("ucp_worker_signal", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle setAmHandler =
-                fn("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle epCreate = fn("ucp_ep_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle epCloseNbx = fn("ucp_ep_close_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle epPrintInfo = fn("ucp_ep_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        final MethodHandle epFlushNbx = fn("ucp_ep_flush_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle memMap = fn("ucp_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle memQuery = fn("ucp_mem_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle memUnmap = fn("ucp_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle rkeyPack =
-                fn("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle rkeyBufferRelease = fn("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle rkeyUnpack =
-                fn("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle rkeyDestroy = fn("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle putNbx = fn(
-                "ucp_put_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        final MethodHandle getNbx = fn(
-                "ucp_get_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
-        final MethodHandle amSendNbx = fn(
-                "ucp_am_send_nbx",
-                FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
-        final MethodHandle amRecvDataNbx = fn(
-                "ucp_am_recv_data_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
-        final MethodHandle amDataRelease = fn("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        final MethodHandle requestCheckStatus =
-                fn("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle requestFree = fn("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle requestCancel = fn("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
-        final MethodHandle getVersion = fn("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
-        final MethodHandle listenerCreate =
-                fn("ucp_listener_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle listenerQuery = fn("ucp_listener_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
-        final MethodHandle listenerDestroy = fn("ucp_listener_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+        final MethodHandle statusString;
+        final MethodHandle configRead;
+        final MethodHandle configModify;
+        final MethodHandle configRelease;
+        final MethodHandle initVersion;
+        final MethodHandle cleanup;
+        final MethodHandle workerCreate;
+        final MethodHandle workerDestroy;
+        final MethodHandle workerGetAddress;
+        final MethodHandle workerReleaseAddress;
+        final MethodHandle workerProgress;
+        final MethodHandle workerGetEfd;
+        final MethodHandle workerArm;
+        final MethodHandle workerSignal;
+        final MethodHandle setAmHandler;
+        final MethodHandle epCreate;
+        final MethodHandle epCloseNbx;
+        final MethodHandle epPrintInfo;
+        final MethodHandle epFlushNbx;
+        final MethodHandle memMap;
+        final MethodHandle memQuery;
+        final MethodHandle memUnmap;
+        final MethodHandle rkeyPack;
+        final MethodHandle rkeyBufferRelease;
+        final MethodHandle rkeyUnpack;
+        final MethodHandle rkeyDestroy;
+        final MethodHandle putNbx;
+        final MethodHandle getNbx;
+        final MethodHandle amSendNbx;
+        final MethodHandle amRecvDataNbx;
+        final MethodHandle amDataRelease;
+        final MethodHandle requestCheckStatus;
+        final MethodHandle requestFree;
+        final MethodHandle requestCancel;
+        final MethodHandle getVersion;
+        final MethodHandle listenerCreate;
+        final MethodHandle listenerQuery;
+        final MethodHandle listenerDestroy;
 
-        // libc, for ucp_ep_print_info (a FILE*) and for sleeping on the worker's event descriptor.
-        final MethodHandle openMemstream = libc("open_memstream", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
-        final MethodHandle fclose = libc("fclose", FunctionDescriptor.of(JAVA_INT, ADDRESS));
-        final MethodHandle free = libc("free", FunctionDescriptor.ofVoid(ADDRESS));
-        final MethodHandle poll = libc("poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-
-        Handles() {
-            String v;
+        Handles(NativeLibrary lib) {
+            statusString = lib.function("ucs_status_string", FunctionDescriptor.of(ADDRESS, JAVA_INT));
+            configRead = lib.function("ucp_config_read", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            configModify =
+                    lib.function("ucp_config_modify", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            configRelease = lib.function("ucp_config_release", FunctionDescriptor.ofVoid(ADDRESS));
+            initVersion = lib.function(
+                    "ucp_init_version", FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            cleanup = lib.function("ucp_cleanup", FunctionDescriptor.ofVoid(ADDRESS));
+            workerCreate =
+                    lib.function("ucp_worker_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            workerDestroy = lib.function("ucp_worker_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+            workerGetAddress =
+                    lib.function("ucp_worker_get_address", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            workerReleaseAddress =
+                    lib.function("ucp_worker_release_address", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+            workerProgress = lib.function("ucp_worker_progress", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+            workerGetEfd = lib.function("ucp_worker_get_efd", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            workerArm = lib.function("ucp_worker_arm", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+            workerSignal = lib.function("ucp_worker_signal", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+            setAmHandler =
+                    lib.function("ucp_worker_set_am_recv_handler", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            epCreate = lib.function("ucp_ep_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            epCloseNbx = lib.function("ucp_ep_close_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+            epPrintInfo = lib.function("ucp_ep_print_info", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+            epFlushNbx = lib.function("ucp_ep_flush_nbx", FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS));
+            memMap = lib.function("ucp_mem_map", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            memQuery = lib.function("ucp_mem_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            memUnmap = lib.function("ucp_mem_unmap", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            rkeyPack =
+                    lib.function("ucp_rkey_pack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, ADDRESS));
+            rkeyBufferRelease = lib.function("ucp_rkey_buffer_release", FunctionDescriptor.ofVoid(ADDRESS));
+            rkeyUnpack = lib.function("ucp_ep_rkey_unpack", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            rkeyDestroy = lib.function("ucp_rkey_destroy", FunctionDescriptor.ofVoid(ADDRESS));
+            putNbx = lib.function(
+                    "ucp_put_nbx",
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+            getNbx = lib.function(
+                    "ucp_get_nbx",
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_LONG, ADDRESS, ADDRESS));
+            amSendNbx = lib.function(
+                    "ucp_am_send_nbx",
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, JAVA_LONG, ADDRESS, JAVA_LONG, ADDRESS));
+            amRecvDataNbx = lib.function(
+                    "ucp_am_recv_data_nbx",
+                    FunctionDescriptor.of(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, ADDRESS));
+            amDataRelease = lib.function("ucp_am_data_release", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+            requestCheckStatus = lib.function("ucp_request_check_status", FunctionDescriptor.of(JAVA_INT, ADDRESS));
+            requestFree = lib.function("ucp_request_free", FunctionDescriptor.ofVoid(ADDRESS));
+            requestCancel = lib.function("ucp_request_cancel", FunctionDescriptor.ofVoid(ADDRESS, ADDRESS));
+            getVersion = lib.function("ucp_get_version_string", FunctionDescriptor.of(ADDRESS));
+            listenerCreate =
+                    lib.function("ucp_listener_create", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS, ADDRESS));
+            listenerQuery = lib.function("ucp_listener_query", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS));
+            listenerDestroy = lib.function("ucp_listener_destroy", FunctionDescriptor.ofVoid(ADDRESS));
             try {
-                v = ((MemorySegment) getVersion.invokeExact()).reinterpret(64).getString(0);
+                version = ((MemorySegment) getVersion.invokeExact())
+                        .reinterpret(64)
+                        .getString(0);
             } catch (Throwable t) {
                 throw rethrow(t);
             }
-            this.version = v;
-        }
-
-        private MethodHandle fn(String symbol, FunctionDescriptor d) {
-            return Holder.current.function(symbol, d);
-        }
-
-        private static MethodHandle libc(String symbol, FunctionDescriptor d) {
-            return LIBC.function(symbol, d);
         }
     }
-
-    private static final NativeLibrary LIBC = NativeLibrary.libc();
 
     /**
      * UCX installs its own SIGSEGV/SIGBUS/SIGILL handlers when libucs loads (UCX_ERROR_SIGNALS), which
@@ -331,33 +353,20 @@ public final class Ucp {
         }
     }
 
-    private static final class Holder {
-        static NativeLibrary current;
-        static final Handles HANDLES;
-        static final Availability AVAILABILITY;
+    private static final LazyBinding<Handles> BINDING = LazyBinding.of(Ucp::load);
 
-        static {
-            Handles handles = null;
-            Availability availability;
-            try {
-                List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(
-                        System.getProperty("kvstore.ucx.lib.dir"), System.getenv("KVSTORE_UCX_LIB_DIR")));
-                dirs.addAll(List.of(
-                        Path.of("/usr/lib/x86_64-linux-gnu"),
-                        Path.of("/usr/lib/aarch64-linux-gnu"),
-                        Path.of("/usr/lib64"),
-                        Path.of("/usr/local/ucx/lib"),
-                        Path.of("/opt/ucx/lib")));
-                keepJvmSignalHandlers();
-                current = NativeLibrary.load("libucp", dirs, List.of("libucp.so.0", "libucp.so"));
-                handles = new Handles();
-                availability = Availability.available("UCX " + handles.version + " at " + current.location());
-            } catch (LibraryUnavailableException | IllegalCallerException e) {
-                availability = Availability.unavailable(e.getMessage());
-                handles = null;
-            }
-            HANDLES = handles;
-            AVAILABILITY = availability;
-        }
+    private static LazyBinding.Loaded<Handles> load() {
+        List<Path> dirs = new ArrayList<>(NativeLibrary.dirsFrom(
+                System.getProperty("kvstore.ucx.lib.dir"), System.getenv("KVSTORE_UCX_LIB_DIR")));
+        dirs.addAll(List.of(
+                Path.of("/usr/lib/x86_64-linux-gnu"),
+                Path.of("/usr/lib/aarch64-linux-gnu"),
+                Path.of("/usr/lib64"),
+                Path.of("/usr/local/ucx/lib"),
+                Path.of("/opt/ucx/lib")));
+        keepJvmSignalHandlers();
+        NativeLibrary lib = NativeLibrary.load("libucp", dirs, List.of("libucp.so.0", "libucp.so"));
+        Handles handles = new Handles(lib);
+        return new LazyBinding.Loaded<>(handles, "UCX " + handles.version + " at " + lib.location());
     }
 }

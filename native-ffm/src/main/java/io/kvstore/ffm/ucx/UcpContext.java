@@ -4,6 +4,7 @@ import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -13,13 +14,10 @@ import java.util.Map;
  * Configuration comes from the {@code UCX_*} environment first, then from the {@code overrides}
  * given here (e.g. {@code TLS=tcp}), so one process can hold contexts on different transports.
  */
-public final class UcpContext implements AutoCloseable {
-
-    private final MemorySegment handle;
-    private boolean closed;
+public final class UcpContext extends NativeHandle {
 
     private UcpContext(MemorySegment handle) {
-        this.handle = handle;
+        super(handle);
     }
 
     /**
@@ -126,19 +124,12 @@ public final class UcpContext implements AutoCloseable {
     }
 
     MemorySegment handle() {
-        if (closed) {
-            throw new IllegalStateException("UCP context is closed");
-        }
-        return handle;
+        return live();
     }
 
     /** {@code ucp_cleanup}; every worker and mapping of this context must be gone first. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    protected void release(MemorySegment handle) {
         try {
             Ucp.h().cleanup.invokeExact(handle);
         } catch (Throwable t) {
@@ -154,5 +145,10 @@ public final class UcpContext implements AutoCloseable {
 
     static int intOf(MemorySegment seg) {
         return seg.get(JAVA_INT, 0);
+    }
+
+    @Override
+    public String toString() {
+        return "UCP context 0x" + Long.toHexString(handleAddress());
     }
 }

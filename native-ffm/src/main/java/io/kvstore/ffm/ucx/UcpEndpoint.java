@@ -2,8 +2,8 @@ package io.kvstore.ffm.ucx;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -111,22 +111,7 @@ public final class UcpEndpoint {
      */
     public String info() {
         Ucp.Handles h = Ucp.h();
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment bufOut = a.allocate(ADDRESS);
-            MemorySegment sizeOut = a.allocate(JAVA_LONG);
-            MemorySegment stream = (MemorySegment) h.openMemstream.invokeExact(bufOut, sizeOut);
-            if (stream.address() == 0) {
-                throw new IllegalStateException("open_memstream failed for ucp_ep_print_info");
-            }
-            h.epPrintInfo.invokeExact(handle, stream);
-            int ignored = (int) h.fclose.invokeExact(stream);
-            MemorySegment buf = bufOut.get(ADDRESS, 0);
-            String text = buf.reinterpret(sizeOut.get(JAVA_LONG, 0) + 1).getString(0);
-            h.free.invokeExact(buf);
-            return text;
-        } catch (Throwable t) {
-            throw Ucp.rethrow(t);
-        }
+        return LibC.captureOutput(stream -> h.epPrintInfo.invokeExact(handle, stream));
     }
 
     /**

@@ -2,6 +2,7 @@ package io.kvstore.ffm.ucx;
 
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -11,13 +12,10 @@ import java.lang.foreign.MemorySegment;
  * request reaches the handler given to {@link UcpWorker#listen}, which answers it with
  * {@link UcpWorker#accept}. Used on the worker's own thread, like the worker.
  */
-public final class UcpListener implements AutoCloseable {
-
-    private final MemorySegment handle;
-    private boolean closed;
+public final class UcpListener extends NativeHandle {
 
     UcpListener(MemorySegment handle) {
-        this.handle = handle;
+        super(handle);
     }
 
     /** The TCP port the listener is bound to (the one the system chose when asked for port 0). */
@@ -25,23 +23,25 @@ public final class UcpListener implements AutoCloseable {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment attr = a.allocate(UcpStructs.LISTENER_ATTR);
             attr.set(JAVA_LONG, 0, 1L); // UCP_LISTENER_ATTR_FIELD_SOCKADDR
-            UcpContext.check("ucp_listener_query", (int) Ucp.h().listenerQuery.invokeExact(handle, attr));
+            UcpContext.check("ucp_listener_query", (int) Ucp.h().listenerQuery.invokeExact(live(), attr));
             return SocketAddresses.port(attr.asSlice(UcpStructs.offset(UcpStructs.LISTENER_ATTR, "sockaddr"), 128));
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
     }
 
+    /** {@code ucp_listener_destroy}. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    protected void release(MemorySegment handle) {
         try {
             Ucp.h().listenerDestroy.invokeExact(handle);
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
+    }
+
+    @Override
+    public String toString() {
+        return "UCP listener 0x" + Long.toHexString(handleAddress());
     }
 }

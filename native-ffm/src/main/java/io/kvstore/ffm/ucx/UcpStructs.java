@@ -125,12 +125,6 @@ public final class UcpStructs {
     public static final StructLayout AM_RECV_PARAM =
             MemoryLayout.structLayout(JAVA_LONG.withName("recv_attr"), ADDRESS.withName("reply_ep"));
 
-    /** {@code struct pollfd} (8 bytes), for waiting on the worker's event descriptor. */
-    public static final StructLayout POLLFD = MemoryLayout.structLayout(
-            JAVA_INT.withName("fd"),
-            MemoryLayout.sequenceLayout(2, java.lang.foreign.ValueLayout.JAVA_SHORT)
-                    .withName("events_revents"));
-
     private UcpStructs() {}
 
     /** Byte offset of a named field, for writers and for the layout test. */

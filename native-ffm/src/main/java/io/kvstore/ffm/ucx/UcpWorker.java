@@ -6,6 +6,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import io.kvstore.ffm.NativeHandle;
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -16,22 +18,20 @@ import java.lang.foreign.MemorySegment;
  *
  * <p>Holds one reusable {@code ucp_request_param_t}; UCX reads it only during the call.
  */
-public final class UcpWorker implements AutoCloseable {
+public final class UcpWorker extends NativeHandle {
 
     private final UcpContext context;
-    private final MemorySegment handle;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment param;
     private final MemorySegment pollfd;
     private final int eventFd;
-    private boolean closed;
 
     private UcpWorker(UcpContext context, MemorySegment handle, int eventFd) {
+        super(handle);
         this.context = context;
-        this.handle = handle;
         this.eventFd = eventFd;
         this.param = arena.allocate(UcpStructs.REQUEST_PARAM);
-        this.pollfd = arena.allocate(UcpStructs.POLLFD);
+        this.pollfd = arena.allocate(LibC.POLLFD);
     }
 
     /** {@code ucp_worker_create} in single-thread mode, then {@code ucp_worker_get_efd}. */
@@ -65,7 +65,7 @@ public final class UcpWorker implements AutoCloseable {
             UcpContext.check("ucp_worker_get_address", (int) h.workerGetAddress.invokeExact(handle(), out, len));
             MemorySegment address = out.get(ADDRESS, 0).reinterpret(len.get(JAVA_LONG, 0));
             byte[] bytes = address.toArray(JAVA_BYTE);
-            h.workerReleaseAddress.invokeExact(handle, address);
+            h.workerReleaseAddress.invokeExact(handle(), address);
             return bytes;
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -75,7 +75,7 @@ public final class UcpWorker implements AutoCloseable {
     /** {@code ucp_worker_progress}: runs callbacks; returns how many events it handled. */
     public int progress() {
         try {
-            return (int) Ucp.h().workerProgress.invokeExact(handle);
+            return (int) Ucp.h().workerProgress.invokeExact(handle());
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -88,15 +88,15 @@ public final class UcpWorker implements AutoCloseable {
     public void await(int timeoutMillis) {
         Ucp.Handles h = Ucp.h();
         try {
-            int st = (int) h.workerArm.invokeExact(handle);
+            int st = (int) h.workerArm.invokeExact(handle());
             if (st == UcpStatus.ERR_BUSY) {
                 return;
             }
             UcpContext.check("ucp_worker_arm", st);
             pollfd.set(JAVA_INT, 0, eventFd);
-            pollfd.set(JAVA_SHORT, 4, (short) 1 /* POLLIN */);
+            pollfd.set(JAVA_SHORT, 4, LibC.POLLIN);
             pollfd.set(JAVA_SHORT, 6, (short) 0);
-            int ignored = (int) h.poll.invokeExact(pollfd, 1L, timeoutMillis);
+            LibC.poll(pollfd, 1, timeoutMillis); // ready, timed out or interrupted: the caller progresses either way
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
         }
@@ -105,7 +105,7 @@ public final class UcpWorker implements AutoCloseable {
     /** {@code ucp_worker_signal}: wakes {@link #await}; the one call any thread may make. */
     public void signal() {
         try {
-            int st = (int) Ucp.h().workerSignal.invokeExact(handle);
+            int st = (int) Ucp.h().workerSignal.invokeExact(handle());
             UcpContext.check("ucp_worker_signal", st);
         } catch (Throwable t) {
             throw Ucp.rethrow(t);
@@ -288,10 +288,7 @@ public final class UcpWorker implements AutoCloseable {
     }
 
     MemorySegment handle() {
-        if (closed) {
-            throw new IllegalStateException("UCP worker is closed");
-        }
-        return handle;
+        return live();
     }
 
     public UcpContext context() {
@@ -300,11 +297,7 @@ public final class UcpWorker implements AutoCloseable {
 
     /** {@code ucp_worker_destroy}; endpoints must be closed first. */
     @Override
-    public void close() {
-        if (closed) {
-            return;
-        }
-        closed = true;
+    protected void release(MemorySegment handle) {
         try {
             Ucp.h().workerDestroy.invokeExact(handle);
         } catch (Throwable t) {
@@ -312,5 +305,10 @@ public final class UcpWorker implements AutoCloseable {
         } finally {
             arena.close();
         }
+    }
+
+    @Override
+    public String toString() {
+        return "UCP worker 0x" + Long.toHexString(handleAddress());
     }
 }

@@ -85,4 +85,71 @@ class LibCTest {
             }
         }
     }
+
+    @Test
+    void eachThreadReportsTheErrnoOfItsOwnFailedCall() throws Exception {
+        // ENOENT on one half of the threads, EBADF on the other, interleaved on reused per-thread state
+        String missing = dir.resolve("absent/f").toString();
+        int threads = 8;
+        java.util.List<java.util.concurrent.Future<java.util.List<Integer>>> results = new java.util.ArrayList<>();
+        try (var pool = java.util.concurrent.Executors.newFixedThreadPool(threads)) {
+            for (int t = 0; t < threads; t++) {
+                boolean open = t % 2 == 0;
+                results.add(pool.submit(() -> {
+                    java.util.List<Integer> seen = new java.util.ArrayList<>();
+                    for (int i = 0; i < 500; i++) {
+                        try {
+                            if (open) {
+                                LibC.open(missing, LibC.O_RDWR, 0);
+                            } else {
+                                LibC.close(987654);
+                            }
+                        } catch (PosixException e) {
+                            seen.add(e.errno());
+                        }
+                    }
+                    return seen;
+                }));
+            }
+            for (int t = 0; t < threads; t++) {
+                int expected = t % 2 == 0 ? 2 /* ENOENT */ : 9 /* EBADF */;
+                assertThat(results.get(t).get()).hasSize(500).containsOnly(expected);
+            }
+        }
+    }
+
+    @Test
+    void pollWaitsForTheTimeoutOnADescriptorWithNothingToRead() throws Exception {
+        Path fifo = dir.resolve("pipe");
+        // a pipe read end that nobody writes: poll must time out (0) rather than report data
+        Process mkfifo = new ProcessBuilder("mkfifo", fifo.toString()).start();
+        assertThat(mkfifo.waitFor()).isZero();
+        int fd = LibC.open(fifo.toString(), LibC.O_RDWR, 0); // O_RDWR: open without waiting for a writer
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment pollfd = arena.allocate(LibC.POLLFD);
+            pollfd.set(ValueLayout.JAVA_INT, 0, fd);
+            pollfd.set(ValueLayout.JAVA_SHORT, 4, LibC.POLLIN);
+            long start = System.nanoTime();
+            assertThat(LibC.poll(pollfd, 1, 50)).isZero();
+            assertThat(System.nanoTime() - start).isGreaterThanOrEqualTo(40_000_000L);
+        } finally {
+            LibC.close(fd);
+        }
+    }
+
+    @Test
+    void captureOutputReturnsWhatWasPrintedToTheStream() {
+        var linker = java.lang.foreign.Linker.nativeLinker();
+        var fputs = linker.downcallHandle(
+                linker.defaultLookup().find("fputs").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.ADDRESS));
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment text = arena.allocateFrom("lane[0]: 1:tcp/lo md[0] rma_bw#0\n");
+            String out = LibC.captureOutput(file -> {
+                int rc = (int) fputs.invokeExact(text, file);
+            });
+            assertThat(out).isEqualTo("lane[0]: 1:tcp/lo md[0] rma_bw#0\n");
+        }
+    }
 }
