@@ -111,7 +111,10 @@ public final class UcpEndpoint {
      */
     public String info() {
         Ucp.Handles h = Ucp.h();
-        return LibC.captureOutput(stream -> h.epPrintInfo.invokeExact(handle, stream));
+        // a block body: as an expression lambda invokeExact would be typed as returning Object, not void
+        return LibC.captureOutput(stream -> {
+            h.epPrintInfo.invokeExact(handle, stream);
+        });
     }
 
     /**
