@@ -1,0 +1,75 @@
+package io.kvstore.service.cluster;
+
+import jakarta.validation.constraints.AssertTrue;
+import jakarta.validation.constraints.Max;
+import jakarta.validation.constraints.Min;
+import jakarta.validation.constraints.NotBlank;
+import jakarta.validation.constraints.NotNull;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.context.properties.bind.DefaultValue;
+import org.springframework.validation.annotation.Validated;
+
+/**
+ * {@code kvstore.cluster.*}: cluster mode on etcd. Off by default: a single node needs no etcd.
+ *
+ * @param enabled join a cluster through etcd; false (the default) runs one node alone
+ * @param endpoints etcd client URLs, e.g. {@code http://127.0.0.1:2379}
+ * @param nodeName this node's name in the member set, unique in the cluster
+ * @param advertisedAddress the base URL peers and engines reach this node's HTTP API at, e.g.
+ *     {@code http://10.0.0.5:8080}
+ * @param keyPrefix the etcd key prefix every kvstore key lives under; clusters sharing one etcd use
+ *     different prefixes
+ * @param ttl the membership lease's time to live: a node that stops renewing leaves the set within it
+ * @param replicas how many nodes hold each block unless a namespace says otherwise
+ * @param namespaceReplicas replica count per namespace
+ * @param runBlocks mean length, in blocks, of the runs a prompt is placed in (one owner per run)
+ * @param handoffGrace how long after a membership change a lookup also asks each block's previous owner
+ * @param peerTimeout how long a node waits for a peer's answer before counting its blocks as missing
+ * @param peerToken bearer token sent on node-to-node calls, when the engine API asks for one
+ */
+@Validated
+@ConfigurationProperties("kvstore.cluster")
+public record ClusterProperties(
+        @DefaultValue("false") boolean enabled,
+        @NotNull @DefaultValue List<String> endpoints,
+        @NotNull @DefaultValue("") String nodeName,
+        @NotNull @DefaultValue("") String advertisedAddress,
+        @NotBlank @DefaultValue("/kvstore/") String keyPrefix,
+        @NotNull @DefaultValue("10s") Duration ttl,
+        @Min(1) @Max(16) @DefaultValue("1") int replicas,
+        @NotNull @DefaultValue Map<String, Integer> namespaceReplicas,
+        @Min(1) @Max(4096) @DefaultValue("16") int runBlocks,
+        @NotNull @DefaultValue("5m") Duration handoffGrace,
+        @NotNull @DefaultValue("5s") Duration peerTimeout,
+        String peerToken) {
+
+    @AssertTrue(message = "kvstore.cluster.enabled needs endpoints, node-name and advertised-address")
+    public boolean isComplete() {
+        return !enabled
+                || (endpoints != null
+                        && !endpoints.isEmpty()
+                        && nodeName != null
+                        && !nodeName.isBlank()
+                        && advertisedAddress != null
+                        && !advertisedAddress.isBlank());
+    }
+
+    @AssertTrue(message = "kvstore.cluster.ttl must be between 2 s and 1 h (etcd leases count whole seconds)")
+    public boolean isTtlInRange() {
+        return ttl == null || (ttl.toSeconds() >= 2 && ttl.compareTo(Duration.ofHours(1)) <= 0);
+    }
+
+    @AssertTrue(message = "kvstore.cluster.namespace-replicas must be between 1 and 16")
+    public boolean isNamespaceReplicasInRange() {
+        return namespaceReplicas == null
+                || namespaceReplicas.values().stream().allMatch(r -> r != null && r >= 1 && r <= 16);
+    }
+
+    /** The replica count of {@code namespace}. */
+    public int replicasOf(String namespace) {
+        return namespaceReplicas.getOrDefault(namespace, replicas);
+    }
+}

@@ -1,0 +1,201 @@
+package io.kvstore.service.cluster;
+
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.options.PutOption;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * This node's membership in the cluster: its key {@code <prefix>members/<name>} lives under an etcd lease
+ * this node renews every third of the TTL, so a node that stops renewing (crashed, partitioned) leaves the
+ * set within the TTL; every node mirrors the member set with a watch. When etcd forgets the lease (etcd
+ * was down longer than the TTL) the node registers again with a new one. While etcd is unreachable the
+ * last known set stays in force: nodes keep serving what they hold.
+ *
+ * <p>The sets seen during the last {@code handoff-grace} are kept, so a lookup can also ask a block's
+ * previous owner while the new one fills (see {@link #recent()}).
+ */
+public final class Membership implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(Membership.class);
+
+    private record Past(MemberSet set, Instant until) {}
+
+    private final Client etcd;
+    private final Member self;
+    private final String key;
+    private final long ttlSeconds;
+    private final Duration grace;
+    private final Clock clock;
+    private final JsonMapper json;
+    private final long timeoutMillis;
+    private final PrefixMirror mirror;
+    private final ScheduledExecutorService scheduler;
+    private final List<Consumer<MemberSet>> listeners = new CopyOnWriteArrayList<>();
+    private final Deque<Past> past = new ArrayDeque<>();
+    private volatile MemberSet current = MemberSet.EMPTY;
+    private volatile long leaseId;
+    private volatile boolean etcdReachable = true;
+    private volatile boolean closed;
+
+    public Membership(Client etcd, ClusterProperties properties, Member self, JsonMapper json, Clock clock) {
+        this.etcd = etcd;
+        this.self = self;
+        this.key = properties.keyPrefix() + "members/" + self.name();
+        this.ttlSeconds = properties.ttl().toSeconds();
+        this.grace = properties.handoffGrace();
+        this.clock = clock;
+        this.json = json;
+        this.timeoutMillis = Math.max(5000, properties.ttl().toMillis() / 3);
+        this.mirror = new PrefixMirror(etcd, properties.keyPrefix() + "members/", this::onMembers, timeoutMillis);
+        this.scheduler = Executors.newSingleThreadScheduledExecutor(
+                Thread.ofPlatform().name("kvstore-membership").daemon().factory());
+    }
+
+    /** Registers this node and reads the member set; throws when etcd cannot be reached. */
+    public void start() throws Exception {
+        register();
+        mirror.resync();
+        long period = Math.max(500, ttlSeconds * 1000 / 3);
+        scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.MILLISECONDS);
+        log.info(
+                "cluster: node {} at {} joined ({} member(s), epoch {}, lease TTL {} s)",
+                self.name(),
+                self.address(),
+                current.members().size(),
+                current.epoch(),
+                ttlSeconds);
+    }
+
+    private void register() throws Exception {
+        long lease = etcd.getLeaseClient()
+                .grant(ttlSeconds)
+                .get(timeoutMillis, TimeUnit.MILLISECONDS)
+                .getID();
+        etcd.getKVClient()
+                .put(
+                        PrefixMirror.bytes(key),
+                        PrefixMirror.bytes(json.writeValueAsString(self)),
+                        PutOption.builder().withLeaseId(lease).build())
+                .get(timeoutMillis, TimeUnit.MILLISECONDS);
+        leaseId = lease;
+    }
+
+    /** Renews the lease (registering again if etcd forgot it) and checks the mirror against etcd. */
+    private void renew() {
+        try {
+            long ttl;
+            try {
+                ttl = etcd.getLeaseClient()
+                        .keepAliveOnce(leaseId)
+                        .get(timeoutMillis, TimeUnit.MILLISECONDS)
+                        .getTTL();
+            } catch (java.util.concurrent.ExecutionException e) {
+                ttl = 0; // "requested lease not found": etcd let it expire
+            }
+            if (ttl <= 0) {
+                register();
+                log.info("cluster: node {} registered again (its lease had expired in etcd)", self.name());
+            }
+            mirror.resync();
+            if (!etcdReachable) {
+                etcdReachable = true;
+                log.info("cluster: etcd reachable again; node {} is a member", self.name());
+            }
+        } catch (Exception e) {
+            if (etcdReachable && !closed) {
+                etcdReachable = false;
+                log.warn(
+                        "cluster: etcd unreachable ({}); serving with the last known member set of {} node(s)",
+                        e.toString(),
+                        current.members().size());
+            }
+        }
+    }
+
+    private void onMembers(Map<String, byte[]> entries, long revision) {
+        List<Member> members = new ArrayList<>(entries.size());
+        for (byte[] value : entries.values()) {
+            try {
+                members.add(json.readValue(value, Member.class));
+            } catch (RuntimeException e) {
+                log.warn("cluster: ignoring an unreadable member entry: {}", e.getMessage());
+            }
+        }
+        MemberSet next = new MemberSet(members, revision);
+        MemberSet before;
+        synchronized (this) {
+            before = current;
+            if (before.sameMembers(next)) {
+                return;
+            }
+            if (!before.members().isEmpty()) {
+                past.addFirst(new Past(before, clock.instant().plus(grace)));
+            }
+            current = next;
+        }
+        log.info(
+                "cluster: member set changed at epoch {}: {} (was {})",
+                next.epoch(),
+                next.members().stream().map(Member::name).toList(),
+                before.members().stream().map(Member::name).toList());
+        listeners.forEach(l -> l.accept(next));
+    }
+
+    /** The live members as last seen. */
+    public MemberSet current() {
+        return current;
+    }
+
+    /** The current set followed by every set replaced less than {@code handoff-grace} ago, newest first. */
+    public synchronized List<MemberSet> recent() {
+        Instant now = clock.instant();
+        past.removeIf(p -> p.until().isBefore(now));
+        List<MemberSet> out = new ArrayList<>(past.size() + 1);
+        out.add(current);
+        past.forEach(p -> out.add(p.set()));
+        return out;
+    }
+
+    public Member self() {
+        return self;
+    }
+
+    /** Whether the last renewal reached etcd. */
+    public boolean etcdReachable() {
+        return etcdReachable;
+    }
+
+    /** Called with the new set after every change of the member set. */
+    public void onChange(Consumer<MemberSet> listener) {
+        listeners.add(listener);
+    }
+
+    /** Leaves the set at once (revokes the lease) rather than after the TTL. */
+    @Override
+    public void close() {
+        closed = true;
+        scheduler.shutdownNow();
+        mirror.close();
+        try {
+            etcd.getLeaseClient().revoke(leaseId).get(timeoutMillis, TimeUnit.MILLISECONDS);
+            log.info("cluster: node {} left the cluster", self.name());
+        } catch (Exception e) {
+            log.warn("cluster: node {} could not revoke its lease ({}); it leaves within the TTL", self.name(), e);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package io.kvstore.service.cluster;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * A real etcd (Debian's {@code etcd-server}, installed by {@code ./kvstore deps}) on free loopback ports
+ * with its data in a temporary directory; it can be stopped and started again on the same ports and data.
+ */
+final class EtcdServer implements AutoCloseable {
+
+    static final Path BINARY = Path.of("/usr/bin/etcd");
+
+    private final Path dataDir;
+    private final Path log;
+    private final int clientPort;
+    private final int peerPort;
+    private Process process;
+
+    EtcdServer(Path dir) throws IOException {
+        Assumptions.assumeTrue(Files.isExecutable(BINARY), "etcd not installed (./kvstore deps installs etcd-server)");
+        this.dataDir = dir.resolve("etcd-data");
+        this.log = dir.resolve("etcd.log");
+        this.clientPort = freePort();
+        this.peerPort = freePort();
+    }
+
+    String endpoint() {
+        return "http://127.0.0.1:" + clientPort;
+    }
+
+    EtcdServer start() throws IOException, InterruptedException {
+        String client = endpoint();
+        String peer = "http://127.0.0.1:" + peerPort;
+        process = new ProcessBuilder(List.of(
+                        BINARY.toString(),
+                        "--name",
+                        "test",
+                        "--data-dir",
+                        dataDir.toString(),
+                        "--listen-client-urls",
+                        client,
+                        "--advertise-client-urls",
+                        client,
+                        "--listen-peer-urls",
+                        peer,
+                        "--initial-advertise-peer-urls",
+                        peer,
+                        "--initial-cluster",
+                        "test=" + peer,
+                        "--log-level",
+                        "warn"))
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
+                .start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IllegalStateException("etcd exited: " + Files.readString(log));
+            }
+            try (Socket s = new Socket("127.0.0.1", clientPort)) {
+                return this;
+            } catch (IOException notYet) {
+                Thread.sleep(100);
+            }
+        }
+        throw new IllegalStateException("etcd did not listen on " + client + " within 60 s");
+    }
+
+    void stop() throws InterruptedException {
+        if (process != null) {
+            process.destroy();
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly().waitFor();
+            }
+            process = null;
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stop();
+    }
+
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}

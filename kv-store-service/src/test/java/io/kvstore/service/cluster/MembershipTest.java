@@ -1,0 +1,129 @@
+package io.kvstore.service.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.etcd.jetcd.Client;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.json.JsonMapper;
+
+/** Membership against a real etcd: join, watch, a node that stops renewing leaves, etcd restarted. */
+class MembershipTest {
+
+    @TempDir
+    static Path dir;
+
+    static EtcdServer etcd;
+
+    @BeforeAll
+    static void startEtcd() throws Exception {
+        etcd = new EtcdServer(dir).start();
+    }
+
+    @AfterAll
+    static void stopEtcd() throws Exception {
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    static ClusterProperties properties(String prefix, String name) {
+        return new ClusterProperties(
+                true,
+                List.of(etcd.endpoint()),
+                name,
+                "http://127.0.0.1:1/" + name,
+                prefix,
+                Duration.ofSeconds(3),
+                1,
+                Map.of(),
+                16,
+                Duration.ofSeconds(30),
+                Duration.ofSeconds(2),
+                null);
+    }
+
+    static Membership join(Client client, String prefix, String name) throws Exception {
+        var p = properties(prefix, name);
+        var m = new Membership(
+                client,
+                p,
+                new Member(name, p.advertisedAddress()),
+                JsonMapper.builder().build(),
+                Clock.systemUTC());
+        m.start();
+        return m;
+    }
+
+    static List<String> names(Membership m) {
+        return m.current().members().stream().map(Member::name).toList();
+    }
+
+    @Test
+    void nodesSeeEachOtherAndALeavingNodeLeavesAtOnce() throws Exception {
+        try (Client ca = EtcdClients.connect(List.of(etcd.endpoint()));
+                Client cb = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            Membership a = join(ca, "/t1/", "a");
+            Membership b = join(cb, "/t1/", "b");
+            await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
+            assertThat(names(b)).containsExactly("a", "b");
+            long epoch = a.current().epoch();
+            b.close();
+            await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a")));
+            assertThat(a.current().epoch()).isGreaterThan(epoch);
+            // the set before b left is still known during the hand-off grace period
+            assertThat(a.recent()).hasSizeGreaterThanOrEqualTo(2);
+            assertThat(a.recent().get(1).members()).extracting(Member::name).containsExactly("a", "b");
+            a.close();
+        }
+    }
+
+    @Test
+    void aNodeThatStopsRenewingLeavesWithinTheTtl() throws Exception {
+        try (Client ca = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            Membership a = join(ca, "/t2/", "a");
+            Client cb = EtcdClients.connect(List.of(etcd.endpoint()));
+            join(cb, "/t2/", "b");
+            await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
+            cb.close(); // b's renewals now fail: like a crashed process, it never revokes its lease
+            long stopped = System.nanoTime();
+            await().atMost(Duration.ofSeconds(30)).until(() -> names(a).equals(List.of("a")));
+            // TTL 3 s; etcd expires leases within about a second of their TTL (margin for a loaded machine)
+            assertThat(Duration.ofNanos(System.nanoTime() - stopped)).isLessThan(Duration.ofSeconds(15));
+            a.close();
+        }
+    }
+
+    @Test
+    void nodesRejoinAfterEtcdRestartsAndKeepTheirSetWhileItIsDown() throws Exception {
+        try (Client ca = EtcdClients.connect(List.of(etcd.endpoint()));
+                Client cb = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            Membership a = join(ca, "/t3/", "a");
+            Membership b = join(cb, "/t3/", "b");
+            await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
+            etcd.stop();
+            await().atMost(Duration.ofSeconds(20)).until(() -> !a.etcdReachable());
+            assertThat(names(a)).containsExactly("a", "b"); // the last known set stays in force
+            Thread.sleep(4000); // longer than the TTL: etcd may have to forget the leases
+            etcd.start();
+            await().atMost(Duration.ofSeconds(60)).until(() -> a.etcdReachable() && b.etcdReachable());
+            await().atMost(Duration.ofSeconds(30)).until(() -> names(a).equals(List.of("a", "b")));
+            // a third node joining after the restart is seen through the watch restarted by the resync
+            try (Client cc = EtcdClients.connect(List.of(etcd.endpoint()))) {
+                Membership c = join(cc, "/t3/", "c");
+                await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b", "c")));
+                c.close();
+            }
+            a.close();
+            b.close();
+        }
+    }
+}
