@@ -3,7 +3,9 @@ package io.kvstore.ffm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
 import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -70,12 +72,51 @@ public final class NativeLibrary {
         try {
             return new NativeLibrary(name, path, SymbolLookup.libraryLookup(Path.of(path), Arena.global()));
         } catch (IllegalArgumentException e) {
-            throw new LibraryUnavailableException(name + " at " + path + " could not be loaded: " + e.getMessage());
+            throw new LibraryUnavailableException(name + " at " + path + " could not be loaded: "
+                    + loaderError(Path.of(path)).orElse(e.getMessage()));
         } catch (IllegalCallerException noNativeAccess) {
             throw new LibraryUnavailableException(name + ": native access is not enabled; start the JVM with "
                     + "--enable-native-access=ALL-UNNAMED");
         }
     }
+
+    /**
+     * What the dynamic loader says about {@code path} (dlerror after a failed dlopen): it names the
+     * dependency that is missing or the symbol that did not resolve, where the JDK only says "Cannot
+     * open library". Empty when dlopen succeeds here or dlerror has nothing to say.
+     */
+    public static Optional<String> loaderError(Path path) {
+        Linker linker = LINKER;
+        var lookup = linker.defaultLookup();
+        var dlopen = lookup.find("dlopen");
+        var dlerror = lookup.find("dlerror");
+        var dlclose = lookup.find("dlclose");
+        if (dlopen.isEmpty() || dlerror.isEmpty() || dlclose.isEmpty()) {
+            return Optional.empty();
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MethodHandle open = linker.downcallHandle(
+                    dlopen.get(),
+                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+            MethodHandle error = linker.downcallHandle(dlerror.get(), FunctionDescriptor.of(ValueLayout.ADDRESS));
+            MethodHandle close = linker.downcallHandle(
+                    dlclose.get(), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS));
+            MemorySegment handle = (MemorySegment) open.invokeExact(arena.allocateFrom(path.toString()), RTLD_NOW);
+            if (!MemorySegment.NULL.equals(handle)) {
+                int unused = (int) close.invokeExact(handle);
+                return Optional.empty();
+            }
+            MemorySegment message = (MemorySegment) error.invokeExact();
+            return MemorySegment.NULL.equals(message)
+                    ? Optional.empty()
+                    : Optional.of(message.reinterpret(4096).getString(0));
+        } catch (Throwable t) {
+            return Optional.empty();
+        }
+    }
+
+    /** dlopen(3) flag: resolve every symbol now, so a missing one is reported here. */
+    private static final int RTLD_NOW = 2;
 
     /** Directories named by a path-list property or variable (colon-separated), skipping blanks. */
     public static List<Path> dirsFrom(String... pathLists) {

@@ -5,6 +5,7 @@ import io.kvstore.ffm.cufile.CuFile;
 import io.kvstore.ffm.nixl.Nixl;
 import io.kvstore.ffm.nixl.NixlAgent;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -14,6 +15,9 @@ import java.util.function.Supplier;
  * itself (libnixl_capi), the backend's plugin as NIXL finds it ({@code libplugin_<NAME>.so} in
  * {@code NIXL_PLUGIN_DIR} or {@code plugins/} beside libnixl, or built in), and the library the
  * plugin drives (libcufile for GDS and GDS_MT).
+ *
+ * <p>A listed plugin whose shared object does not load (a dependency such as libucp missing) is
+ * unavailable with the dynamic loader's reason, which NIXL itself reduces to "backend error".
  *
  * <p>The plugin list is NIXL's own answer, from a short-lived agent without threads, rather than a
  * guess from file names: it covers built-in plugins and plugin lists, and it proves the library
@@ -28,13 +32,16 @@ public final class NixlBackendProbe implements Function<String, Availability> {
     private final Supplier<Availability> cufile;
     private final Supplier<List<String>> plugins;
     private final Supplier<String> pluginDir;
+    private final Function<String, Optional<String>> pluginLoadError;
     private List<String> cachedPlugins;
 
     NixlBackendProbe(
             Supplier<Availability> nixl,
             Supplier<Availability> cufile,
             Supplier<List<String>> plugins,
-            Supplier<String> pluginDir) {
+            Supplier<String> pluginDir,
+            Function<String, Optional<String>> pluginLoadError) {
+        this.pluginLoadError = pluginLoadError;
         this.nixl = nixl;
         this.cufile = cufile;
         this.plugins = plugins;
@@ -52,7 +59,8 @@ public final class NixlBackendProbe implements Function<String, Availability> {
                         return agent.availablePlugins();
                     }
                 },
-                () -> Nixl.get().pluginDirDescription());
+                () -> Nixl.get().pluginDirDescription(),
+                name -> Nixl.get().pluginLoadError(name));
     }
 
     @Override
@@ -73,6 +81,10 @@ public final class NixlBackendProbe implements Function<String, Availability> {
             return Availability.unavailable(
                     "NIXL has no " + backend + " plugin (libplugin_" + backend + ".so); it found " + cachedPlugins
                             + " in " + pluginDir.get() + "; set NIXL_PLUGIN_DIR to the directory that holds it");
+        }
+        Optional<String> loadError = pluginLoadError.apply(backend);
+        if (loadError.isPresent()) {
+            return Availability.unavailable("NIXL plugin " + backend + " cannot be loaded: " + loadError.get());
         }
         if (NEEDS_CUFILE.contains(backend)) {
             Availability gds = cufile.get();

@@ -6,6 +6,7 @@ import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.cufile.CuFile;
 import io.kvstore.ffm.nixl.Nixl;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -30,6 +31,8 @@ class NixlBackendProbeTest {
                 "GDS_MT | true  | false | UCX GDS_MT      | false | NIXL plugin GDS_MT needs libcufile: libcufile not found; tried /c",
                 "GDS_MT | true  | true  | UCX GDS_MT      | true  | plugin GDS_MT of libnixl_capi at /opt/nixl/lib/libnixl_capi.so; libcufile at",
                 "GDS    | true  | true  | UCX GDS_MT      | false | NIXL has no GDS plugin",
+                "POSIX  | true  | false | BROKEN          | false | NIXL has no POSIX plugin",
+                "BROKEN | true  | false | UCX BROKEN      | false | NIXL plugin BROKEN cannot be loaded: libplugin_BROKEN.so: libdep.so.0: cannot open shared object file",
             })
     void answersWithTheFirstMissingPiece(
             String backend, boolean nixl, boolean cufile, String plugins, boolean available, String detail) {
@@ -37,7 +40,10 @@ class NixlBackendProbeTest {
                 () -> nixl ? NIXL : NO_NIXL,
                 () -> cufile ? CUFILE : NO_CUFILE,
                 () -> List.of(plugins.split(" ")),
-                () -> "/opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)");
+                () -> "/opt/nixl/lib/plugins (NIXL_PLUGIN_DIR unset)",
+                name -> name.equals("BROKEN")
+                        ? Optional.of("libplugin_BROKEN.so: libdep.so.0: cannot open shared object file")
+                        : Optional.empty());
         Availability answer = probe.probe(backend);
         assertThat(answer.available()).isEqualTo(available);
         assertThat(answer.detail()).startsWith(detail);
@@ -53,7 +59,8 @@ class NixlBackendProbeTest {
                     asked.incrementAndGet();
                     return List.of("UCX", "GDS");
                 },
-                () -> "/p");
+                () -> "/p",
+                name -> Optional.empty());
         probe.probe("UCX");
         probe.probe("GDS");
         probe.probe("POSIX");

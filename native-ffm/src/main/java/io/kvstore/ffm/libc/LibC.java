@@ -295,4 +295,20 @@ public final class LibC {
             throw new IllegalStateException("capturing a FILE* output failed", t);
         }
     }
+
+    /**
+     * Keeps the JVM's fault handlers when a library that loads UCX's libucs is about to load (libucp,
+     * or NIXL's UCX plugin): libucs installs its own SIGSEGV/SIGBUS/SIGILL handlers unless
+     * {@code UCX_ERROR_SIGNALS} is set, and those take over the signals HotSpot uses for safepoints and
+     * implicit null checks, so the JVM aborts at random ({@code Caught signal 11} from
+     * {@code ucs_handle_error}). Clears the list in the process environment unless the user chose a
+     * value, as JUCX advises.
+     *
+     * @throws IllegalStateException when setenv fails: loading UCX then would endanger the JVM
+     */
+    public static void keepJvmFaultHandlersFromUcx() {
+        if (System.getenv("UCX_ERROR_SIGNALS") == null) {
+            setenv("UCX_ERROR_SIGNALS", "", false);
+        }
+    }
 }

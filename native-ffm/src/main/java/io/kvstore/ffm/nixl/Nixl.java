@@ -8,6 +8,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
+import io.kvstore.ffm.libc.LibC;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.MemoryLayout;
@@ -238,7 +239,17 @@ public final class Nixl {
         return dirs;
     }
 
+    /**
+     * Loads libnixl_capi. UCX's fault handlers are kept out first: NIXL's UCX plugin loads libucs when
+     * an agent creates the backend, and libucs would otherwise replace the JVM's SIGSEGV/SIGBUS handlers.
+     */
     private static NativeLibrary load() {
+        try {
+            LibC.keepJvmFaultHandlersFromUcx();
+        } catch (IllegalStateException e) {
+            throw new LibraryUnavailableException("libnixl_capi: setenv(UCX_ERROR_SIGNALS) failed; refusing to load "
+                    + "NIXL, whose UCX plugin would replace the JVM's fault handlers");
+        }
         try {
             return NativeLibrary.load("libnixl_capi", searchDirs(), List.of("libnixl_capi.so"));
         } catch (LibraryUnavailableException e) {
@@ -246,6 +257,18 @@ public final class Nixl {
             throw new LibraryUnavailableException(e.getMessage()
                     + (dir == null || dir.isBlank() ? " (NIXL_LIB_DIR unset)" : " (NIXL_LIB_DIR=" + dir + ")"));
         }
+    }
+
+    /**
+     * The variable with which an environment promises a usable NIXL ({@code .ci/run} sets it to 1 when
+     * it points {@code NIXL_LIB_DIR} at a NIXL build): tests that would skip for want of NIXL then fail.
+     */
+    public static final String REQUIRE_VARIABLE = "KVSTORE_REQUIRE_NIXL";
+
+    /** Whether {@link #REQUIRE_VARIABLE} is set to {@code 1} or {@code true} here. */
+    public static boolean requiredHere() {
+        String value = System.getenv(REQUIRE_VARIABLE);
+        return value != null && (value.trim().equals("1") || value.trim().equalsIgnoreCase("true"));
     }
 
     /** Whether NIXL can be used here, with the library and plugin directory, or why not. */
@@ -306,6 +329,18 @@ public final class Nixl {
         return pluginDir()
                 .map(dir -> Files.isRegularFile(dir.resolve("libplugin_" + name + ".so")))
                 .orElse(false);
+    }
+
+    /**
+     * Why a plugin in {@link #pluginDir()} cannot be loaded (the dynamic loader's message, naming the
+     * missing dependency such as {@code libucp.so.0}), or empty when it loads or is not there. NIXL
+     * lists a plugin by its file and only says "backend error" when creating it fails.
+     */
+    public Optional<String> pluginLoadError(String name) {
+        return pluginDir()
+                .map(dir -> dir.resolve("libplugin_" + name + ".so"))
+                .filter(Files::isRegularFile)
+                .flatMap(NativeLibrary::loaderError);
     }
 
     /** Creates an agent; see {@link NixlAgent.Config}. */

@@ -2,7 +2,6 @@ package io.kvstore.ffm.nixl;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvstore.ffm.LibraryUnavailableException;
 import java.lang.foreign.Arena;
@@ -71,10 +70,14 @@ class NixlTest {
     }
 
     private static void assumeUcx() {
-        assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        NixlRequirement.assumeNixl(
+                Nixl.get().pluginLoadError("UCX").isEmpty(),
+                () -> "skipped: NIXL's UCX plugin cannot be loaded: "
+                        + Nixl.get().pluginLoadError("UCX").orElse(""));
         try (NixlAgent probe = Nixl.get().createAgent("kvstore-probe", new NixlAgent.Config(false, 0))) {
             List<String> plugins = probe.availablePlugins();
-            assumeTrue(
+            NixlRequirement.assumeNixl(
                     plugins.contains("UCX"),
                     () -> "skipped: NIXL has no UCX plugin; found " + plugins + " in "
                             + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));

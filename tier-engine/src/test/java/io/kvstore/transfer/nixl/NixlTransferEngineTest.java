@@ -35,11 +35,11 @@ class NixlTransferEngineTest {
 
     private static Set<String> ucxBackends() {
         System.out.println("NIXL: " + Nixl.availability());
-        assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
         var resolved = NixlBackendSelection.resolve(
                 Map.of("DYN_KVBM_NIXL_BACKEND_UCX", "true"), Map.of(), false, NixlBackendProbe.ofThisMachine());
         System.out.println(resolved.summary());
-        assumeTrue(resolved.enabled().contains("UCX"), () -> "skipped: " + resolved.summary());
+        NixlRequirement.assumeNixl(resolved.enabled().contains("UCX"), () -> "skipped: " + resolved.summary());
         return resolved.enabled();
     }
 
