@@ -17,7 +17,7 @@ covers exactly the types that occur (int, str, bytes, tuple/list, None). Run:
     python3 docs/hashing/golden_sha256_cbor.py
 
 and compare its output with the vectors in
-tier-engine/src/test/java/io/kvstore/hashing/Sha256CborHasherTest.java.
+tier-engine/src/test/java/io/kvstore/hashing/Sha256CborVectorsTest.java.
 """
 
 import hashlib

@@ -9,39 +9,54 @@ import java.util.List;
 import net.openhft.hashing.LongHashFunction;
 
 /**
- * Dynamo KVBM's block identity: a 64-bit XXH3 hash of each block's tokens, chained into a sequence
- * hash that covers the whole prefix; the sequence hash is the block's key.
+ * Dynamo's block identity, in both of the forms Dynamo computes it today: a 64-bit XXH3 hash of each
+ * block's tokens (u32 little-endian) seeded by a per-request <em>salt hash</em>, chained into a
+ * sequence hash that covers the whole prefix; the sequence hash is the block's key.
  *
- * <p>What Dynamo does, read from {@code lib/llm/src/tokens.rs} and {@code lib/tokens/src/lib.rs}
- * ({@code TokenBlockChunk}, {@code TokenBlock::from_chunk}) and from the {@code SaltPayload} of the
- * KVBM scheduler's {@code Request} ({@code lib/kv-hashing}), reproduced here:
+ * <p>{@code dynamo:kvbm_v1}: KVBM's vLLM connector ({@code KvbmRequest::new} in
+ * {@code lib/bindings/kvbm/src/block_manager/vllm/request.rs}, {@code TokenBlock::from_chunk} in
+ * {@code lib/llm/src/tokens.rs}):
  * <pre>
  *   salt_hash = xxh3_64(serde_json({"salt": cache_salt, "lora_name": lora_name}), seed 0)
  *   block[i]  = xxh3_64(u32-LE tokens of block i, seed salt_hash)
- *   seq[0]    = block[0]
- *   seq[i]    = xxh3_64(u64-LE seq[i-1] ‖ u64-LE block[i], seed salt_hash)
+ *   seq[0]    = block[0];  seq[i] = xxh3_64(u64-LE seq[i-1] ‖ u64-LE block[i], seed salt_hash)
  * </pre>
- * The JSON is compact, in that field order, with absent fields left out ({@code {}} when both are)
- * and empty strings treated as absent, as Dynamo's {@code compute_salt_hash} does. Note that Dynamo
- * seeds the chaining step with the salt hash too, not with 0: the two agree only when the salt hash
- * is 0, which is what Dynamo's {@code TokenBlockSequence} uses when given no salt hash at all. That
- * variant is this class with a fixed salt hash of 0 ({@link #Xxh3Hasher(long)}).
+ * The JSON is compact, in that field order, with absent (null) fields left out ({@code {}} when both
+ * are); an empty string is present, as {@code Some("")} is to serde ({@code {"salt":""}}).
  *
- * <p>The scheme has no place for further per-block keys, so {@link ExtraKeys#more()} must be
- * empty. Hashes are {@link BlockHash#ofLong big-endian} 8-byte values, whose hex reads as Dynamo
- * prints the {@code u64}. XXH3 comes from zero-allocation-hashing ({@link LongHashFunction#xx3(long)}),
- * which reads {@code int[]} and {@code long[]} in native order; on a big-endian CPU the tokens are
- * first laid out little-endian.
+ * <p>{@code dynamo:router}: the KV router, KVBM v2 and the event consolidator ({@code
+ * compute_salt_hash} in {@code lib/kv-hashing/src/salt.rs}, {@code compute_block_hash_for_seq} and
+ * {@code compute_next_seq_hash} in {@code lib/kv-router/src/protocols.rs}):
+ * <pre>
+ *   salt_hash = 1337 + xxh3_64(lora_name, seed 0) + xxh3_64(cache_salt, seed 1)   (wrapping; a term only when
+ *                                                                                   that string is non-empty)
+ *   block[i]  = xxh3_64(u32-LE tokens of block i, seed salt_hash)
+ *   seq[0]    = block[0];  seq[i] = xxh3_64(u64-LE seq[i-1] ‖ u64-LE block[i], seed 1337)
+ * </pre>
+ *
+ * <p>A namespace may instead fix the salt hash for every request (its seed), as a Dynamo component
+ * given a {@code SaltHash} directly does; requests must then carry no LoRA name or cache salt. Neither
+ * scheme has a place for further keys here: {@link ExtraKeys#more()}, multimodal items and
+ * prompt-embedding hashes are refused. Hashes are {@link BlockHash#ofLong big-endian} 8-byte values,
+ * whose hex reads as Dynamo prints the {@code u64}. XXH3 comes from zero-allocation-hashing ({@link
+ * LongHashFunction#xx3(long)}), which reads {@code int[]} and {@code long[]} in native order; on a
+ * big-endian CPU the tokens are first laid out little-endian.
  */
 public final class Xxh3Hasher implements BlockHasher {
 
-    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+    /** The router's chaining seed and the base of its salt hash ({@code CHAIN_XXH3_SEED}). */
+    public static final long ROUTER_SEED = 1337;
 
+    private static final boolean LITTLE_ENDIAN = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
+    private static final LongHashFunction ROUTER_CHAIN = LongHashFunction.xx3(ROUTER_SEED);
+
+    private final HashScheme scheme;
     private final LongHashFunction fixed;
     private final long fixedSaltHash;
 
-    /** Derives the salt hash per request from its LoRA name and cache salt, as KVBM does. */
-    public Xxh3Hasher() {
+    /** Derives the salt hash per request from its LoRA name and cache salt, as Dynamo does. */
+    public Xxh3Hasher(HashScheme scheme) {
+        this.scheme = requireDynamo(scheme);
         this.fixed = null;
         this.fixedSaltHash = 0;
     }
@@ -50,25 +65,44 @@ public final class Xxh3Hasher implements BlockHasher {
      * Uses {@code saltHash} for every request, as Dynamo's {@code TokenBlockSequence::new(tokens,
      * block_size, Some(salt_hash))} does; requests must then carry no LoRA name and no cache salt.
      */
-    public Xxh3Hasher(long saltHash) {
+    public Xxh3Hasher(HashScheme scheme, long saltHash) {
+        this.scheme = requireDynamo(scheme);
         this.fixed = LongHashFunction.xx3(saltHash);
         this.fixedSaltHash = saltHash;
     }
 
-    @Override
-    public HashScheme scheme() {
-        return HashScheme.XXH3;
+    private static HashScheme requireDynamo(HashScheme scheme) {
+        if (scheme != HashScheme.KVBM_V1 && scheme != HashScheme.DYNAMO_ROUTER) {
+            throw new IllegalArgumentException(scheme + " is not a Dynamo scheme");
+        }
+        return scheme;
     }
 
-    /** Dynamo's salt hash of a request with this cache salt and LoRA name (either may be null). */
-    public static long saltHash(String cacheSalt, String loraName) {
-        return LongHashFunction.xx3(0).hashBytes(saltPayload(cacheSalt, loraName));
+    @Override
+    public HashScheme scheme() {
+        return scheme;
+    }
+
+    /** Dynamo's salt hash under {@code scheme} of a request with this cache salt and LoRA name (either may be null). */
+    public static long saltHash(HashScheme scheme, String cacheSalt, String loraName) {
+        if (requireDynamo(scheme) == HashScheme.KVBM_V1) {
+            return LongHashFunction.xx3(0).hashBytes(saltPayload(cacheSalt, loraName));
+        }
+        long seed = ROUTER_SEED;
+        if (!isEmpty(loraName)) {
+            seed += LongHashFunction.xx3(0).hashBytes(loraName.getBytes(StandardCharsets.UTF_8));
+        }
+        if (!isEmpty(cacheSalt)) {
+            seed += LongHashFunction.xx3(1).hashBytes(cacheSalt.getBytes(StandardCharsets.UTF_8));
+        }
+        return seed;
     }
 
     @Override
     public List<BlockHash> hashPrompt(int[] tokenIds, int blockSize, ExtraKeys extra) {
         HashInputs.checkBlockSize(blockSize);
         LongHashFunction xxh3 = functionFor(extra);
+        LongHashFunction chain = scheme == HashScheme.DYNAMO_ROUTER ? ROUTER_CHAIN : xxh3;
         int blocks = tokenIds.length / blockSize;
         if (blocks == 0) {
             return List.of();
@@ -79,36 +113,36 @@ public final class Xxh3Hasher implements BlockHasher {
         long seq = 0;
         for (int b = 0; b < blocks; b++) {
             long block = blockHash(xxh3, tokenIds, b * blockSize, blockSize);
-            seq = b == 0 ? block : sequenceHash(xxh3, pair, seq, block);
+            seq = b == 0 ? block : sequenceHash(chain, pair, seq, block);
             hashes[b] = BlockHash.ofLong(seq);
         }
         return Collections.unmodifiableList(Arrays.asList(hashes));
     }
 
-    @Override
-    public BlockHash hashBlock(BlockHash parent, int[] tokenIds, int from, int to, ExtraKeys extra) {
-        LongHashFunction xxh3 = functionFor(extra);
-        HashInputs.checkTokens(tokenIds, from, to);
-        if (parent != null && parent.length() != 8) {
-            throw new IllegalArgumentException(
-                    "an xxh3 parent hash has 8 bytes, got " + parent.length() + " (" + parent.hex() + ")");
-        }
-        long block = blockHash(xxh3, tokenIds, from, to - from);
-        return BlockHash.ofLong(parent == null ? block : sequenceHash(xxh3, new long[2], parent.asLong(), block));
-    }
-
     private LongHashFunction functionFor(ExtraKeys extra) {
         ExtraKeys keys = extra == null ? ExtraKeys.NONE : extra;
         if (!keys.more().isEmpty()) {
-            throw new IllegalArgumentException("xxh3 (Dynamo KVBM) hashes only the LoRA name and cache salt besides "
-                    + "the tokens; got " + keys.more().size() + " further extra keys");
+            throw new HashInputException(
+                    "more",
+                    scheme + " hashes only the LoRA name and cache salt besides the tokens; got "
+                            + keys.more().size() + " further extra keys");
+        }
+        if (!keys.multimodal().isEmpty()) {
+            throw new HashInputException(
+                    "multimodal", scheme + ": kvstore computes multimodal keys for the vllm:* schemes only");
+        }
+        if (!keys.promptEmbeds().isEmpty()) {
+            throw new HashInputException(
+                    "promptEmbeds", scheme + ": prompt embeddings are hashed by the vllm:* schemes only");
         }
         if (fixed == null) {
-            return LongHashFunction.xx3(saltHash(keys.cacheSalt(), keys.loraName()));
+            return LongHashFunction.xx3(saltHash(scheme, keys.cacheSalt(), keys.loraName()));
         }
-        if (!isEmpty(keys.loraName()) || !isEmpty(keys.cacheSalt())) {
-            throw new IllegalArgumentException("this xxh3 namespace uses the fixed salt hash " + fixedSaltHash
-                    + ", so requests cannot carry a LoRA name or cache salt; configure it without a seed instead");
+        if (carries(keys.loraName()) || carries(keys.cacheSalt())) {
+            throw new HashInputException(
+                    carries(keys.loraName()) ? "lora" : "cacheSalt",
+                    "this namespace uses the fixed salt hash " + Long.toUnsignedString(fixedSaltHash)
+                            + ", so requests cannot carry a LoRA name or cache salt; declare it without a seed instead");
         }
         return fixed;
     }
@@ -139,14 +173,14 @@ public final class Xxh3Hasher implements BlockHasher {
         return xxh3.hashLongs(pair);
     }
 
-    /** The salt payload as serde_json writes it: compact, fields in order, absent ones omitted. */
+    /** KVBM v1's salt payload as serde_json writes it: compact, fields in order, null ones omitted. */
     static byte[] saltPayload(String cacheSalt, String loraName) {
         StringBuilder json = new StringBuilder(32).append('{');
-        if (!isEmpty(cacheSalt)) {
+        if (cacheSalt != null) {
             json.append("\"salt\":");
             jsonString(json, cacheSalt);
         }
-        if (!isEmpty(loraName)) {
+        if (loraName != null) {
             json.append(json.length() > 1 ? "," : "").append("\"lora_name\":");
             jsonString(json, loraName);
         }
@@ -180,12 +214,17 @@ public final class Xxh3Hasher implements BlockHasher {
         json.append('"');
     }
 
+    /** Whether a request's LoRA name or salt counts under this scheme: KVBM v1 hashes {@code ""}, the router drops it. */
+    private boolean carries(String s) {
+        return scheme == HashScheme.KVBM_V1 ? s != null : !isEmpty(s);
+    }
+
     private static boolean isEmpty(String s) {
         return s == null || s.isEmpty();
     }
 
     /** Parses a namespace's fixed salt hash: an unsigned decimal or {@code 0x}-prefixed hex 64-bit number. */
-    static long parseSaltHash(String seed) {
+    static long parseSeed(HashScheme scheme, String seed) {
         String s = seed.strip();
         try {
             if (s.startsWith("0x") || s.startsWith("0X")) {
@@ -193,8 +232,10 @@ public final class Xxh3Hasher implements BlockHasher {
             }
             return Long.parseUnsignedLong(s);
         } catch (NumberFormatException e) {
-            throw new IllegalArgumentException(
-                    "xxh3 seed must be an unsigned 64-bit salt hash (decimal or 0x hex), got '" + seed + "'");
+            throw new HashInputException(
+                    "seed",
+                    scheme + " takes no seed (derived per request) or a fixed unsigned 64-bit salt hash, decimal or"
+                            + " 0x hex; got '" + seed + "'");
         }
     }
 }

@@ -17,26 +17,35 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
-/** What both schemes promise, checked for each. */
+/** What every scheme promises, checked for each. */
 class BlockHasherTest {
 
     private static BlockHasher hasher(HashScheme scheme) {
-        return BlockHasher.create(scheme, scheme == HashScheme.SHA256_CBOR ? "0" : null);
+        return BlockHasher.create(scheme, scheme.isVllm() ? "0" : null);
     }
 
     @Test
-    void schemesParseFromTheirWireNames() {
+    void schemesParseFromTheEnginesNamesAndTheOldAliases() {
+        assertThat(HashScheme.parse("vllm:sha256")).isEqualTo(HashScheme.SHA256);
+        assertThat(HashScheme.parse("vllm:sha256_cbor")).isEqualTo(HashScheme.SHA256_CBOR);
+        assertThat(HashScheme.parse("vllm:xxhash")).isEqualTo(HashScheme.XXHASH);
+        assertThat(HashScheme.parse("vllm:xxhash_cbor")).isEqualTo(HashScheme.XXHASH_CBOR);
+        assertThat(HashScheme.parse("dynamo:kvbm_v1")).isEqualTo(HashScheme.KVBM_V1);
+        assertThat(HashScheme.parse("dynamo:router")).isEqualTo(HashScheme.DYNAMO_ROUTER);
         assertThat(HashScheme.parse("sha256_cbor")).isEqualTo(HashScheme.SHA256_CBOR);
-        assertThat(HashScheme.parse(" xxh3 ")).isEqualTo(HashScheme.XXH3);
-        assertThat(HashScheme.XXH3.hashLength()).isEqualTo(8);
-        assertThat(HashScheme.SHA256_CBOR.hashLength()).isEqualTo(32);
+        assertThat(HashScheme.parse(" xxh3 ")).isEqualTo(HashScheme.KVBM_V1);
+        assertThat(HashScheme.KVBM_V1.hashLength()).isEqualTo(8);
+        assertThat(HashScheme.XXHASH.hashLength()).isEqualTo(16);
+        assertThat(HashScheme.SHA256.hashLength()).isEqualTo(32);
     }
 
     @Test
     void anUnknownSchemeNamesTheAllowedOnes() {
         assertThatThrownBy(() -> HashScheme.parse("sha256"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("unknown hash scheme 'sha256'; allowed: sha256_cbor, xxh3");
+                .hasMessage("unknown hash scheme 'sha256'; allowed: vllm:sha256, vllm:sha256_cbor, vllm:xxhash,"
+                        + " vllm:xxhash_cbor, dynamo:kvbm_v1, dynamo:router, sha256_cbor (= vllm:sha256_cbor),"
+                        + " xxh3 (= dynamo:kvbm_v1)");
         assertThatThrownBy(() -> HashScheme.parse(null)).isInstanceOf(IllegalArgumentException.class);
     }
 
@@ -142,36 +151,44 @@ class BlockHasherTest {
         assertThatThrownBy(() -> hasher.hashPrompt(tokens, 16, ExtraKeys.NONE))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("token id -5 at index 20 is negative");
-        assertThatThrownBy(() -> hasher.hashBlock(null, tokens, 16, 32, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("-5 at index 20");
         assertThatThrownBy(() -> hasher.hashPrompt(tokens, 0, ExtraKeys.NONE))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("block size must be positive, got 0");
-        assertThatThrownBy(() -> hasher.hashBlock(null, tokens, 30, 40, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("token range [30, 40) is empty or outside 32 tokens");
         assertThat(hasher.hashPrompt(seq(0, 15), 16, ExtraKeys.NONE)).isEmpty();
     }
 
     @Test
-    void extraKeysAcceptOnlyWhatBothEnginesCanHash() {
+    void extraKeysAcceptOnlyWhatTheEnginesCanHash() {
         assertThatThrownBy(() -> new ExtraKeys(null, null, List.of(1.5)))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("extra key 0 is a java.lang.Double");
+                .isInstanceOf(HashInputException.class)
+                .hasMessageContaining("more[0]: is a java.lang.Double");
         assertThatThrownBy(() -> new ExtraKeys(null, null, List.of(List.of("ok", new Object()))))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("extra key 0[1]");
+                .isInstanceOf(HashInputException.class)
+                .hasMessageContaining("more[0][1]");
         assertThatThrownBy(() -> ExtraKeys.of("lora\uD800", null))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("LoRA name has an unpaired surrogate at index 4 and so no UTF-8 form");
+                .isInstanceOf(HashInputException.class)
+                .hasMessage("lora: has an unpaired surrogate at index 4 and so no UTF-8 form");
         assertThat(ExtraKeys.of("emoji \uD83D\uDE00", null).loraName()).isEqualTo("emoji \uD83D\uDE00");
     }
 
     @Test
-    void sha256CborRequiresASeedFromTheNamespace() {
-        assertThatThrownBy(() -> BlockHasher.create(HashScheme.SHA256_CBOR, null))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("sha256_cbor needs");
+    void vllmSchemesRequireASeedFromTheNamespaceButAcceptAnEmptyOne() {
+        for (HashScheme scheme : HashScheme.values()) {
+            if (scheme.isVllm()) {
+                assertThatThrownBy(() -> BlockHasher.create(scheme, null))
+                        .isInstanceOf(HashInputException.class)
+                        .hasMessageContaining(scheme.wireName() + " needs the engine's PYTHONHASHSEED");
+                assertThat(BlockHasher.create(scheme, "").scheme()).isEqualTo(scheme);
+            }
+        }
+    }
+
+    @Test
+    void dynamoSeedsAreUnsigned64BitNumbers() {
+        assertThatThrownBy(() -> BlockHasher.create(HashScheme.DYNAMO_ROUTER, "tenant"))
+                .isInstanceOf(HashInputException.class)
+                .hasMessageStartingWith("seed: dynamo:router takes no seed");
+        assertThat(BlockHasher.create(HashScheme.KVBM_V1, "0xffffffffffffffff").scheme())
+                .isEqualTo(HashScheme.KVBM_V1);
     }
 }

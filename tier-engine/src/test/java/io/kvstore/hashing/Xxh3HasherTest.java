@@ -6,22 +6,21 @@ import static io.kvstore.hashing.GoldenTokens.seq;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.block.BlockHash;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import net.openhft.hashing.LongHashFunction;
 import org.junit.jupiter.api.Test;
 
-/** Golden vectors from docs/hashing/golden_xxh3.c (the C reference, libxxhash). */
+/** {@code dynamo:kvbm_v1} against the vectors of docs/hashing/golden_xxh3.c (the C reference, libxxhash). */
 class Xxh3HasherTest {
 
-    private final Xxh3Hasher perRequest = new Xxh3Hasher();
-    private final Xxh3Hasher saltHash0 = new Xxh3Hasher(0);
+    private final Xxh3Hasher perRequest = new Xxh3Hasher(HashScheme.KVBM_V1);
+    private final Xxh3Hasher saltHash0 = new Xxh3Hasher(HashScheme.KVBM_V1, 0);
 
     @Test
-    void saltPayloadIsCompactJsonWithAbsentFieldsLeftOut() {
+    void saltPayloadIsCompactJsonWithNullFieldsLeftOutAndEmptyOnesKept() {
         assertThat(json(null, null)).isEqualTo("{}");
-        assertThat(json("", "")).isEqualTo("{}");
+        assertThat(json("", "")).isEqualTo("{\"salt\":\"\",\"lora_name\":\"\"}");
         assertThat(json("tenant-a", "sql-lora")).isEqualTo("{\"salt\":\"tenant-a\",\"lora_name\":\"sql-lora\"}");
         assertThat(json(null, "sql-lora")).isEqualTo("{\"lora_name\":\"sql-lora\"}");
         assertThat(json("tenant \"é\"\t\\\u0001", null)).isEqualTo("{\"salt\":\"tenant \\\"é\\\"\\t\\\\\\u0001\"}");
@@ -29,10 +28,12 @@ class Xxh3HasherTest {
 
     @Test
     void saltHashesMatchTheCReference() {
-        assertThat(Xxh3Hasher.saltHash(null, null)).isEqualTo(0x1349cde127705c16L);
-        assertThat(Xxh3Hasher.saltHash("tenant-a", "sql-lora")).isEqualTo(0xb7bb39e937faba56L);
-        assertThat(Xxh3Hasher.saltHash(null, "sql-lora")).isEqualTo(0x99b9dad4cd160eb0L);
-        assertThat(Xxh3Hasher.saltHash("tenant \"é\"\t\\\u0001", null)).isEqualTo(0xd318189ecf2fce05L);
+        assertThat(Xxh3Hasher.saltHash(HashScheme.KVBM_V1, null, null)).isEqualTo(0x1349cde127705c16L);
+        assertThat(Xxh3Hasher.saltHash(HashScheme.KVBM_V1, "tenant-a", "sql-lora"))
+                .isEqualTo(0xb7bb39e937faba56L);
+        assertThat(Xxh3Hasher.saltHash(HashScheme.KVBM_V1, null, "sql-lora")).isEqualTo(0x99b9dad4cd160eb0L);
+        assertThat(Xxh3Hasher.saltHash(HashScheme.KVBM_V1, "tenant \"é\"\t\\\u0001", null))
+                .isEqualTo(0xd318189ecf2fce05L);
     }
 
     @Test
@@ -71,20 +72,6 @@ class Xxh3HasherTest {
     }
 
     @Test
-    void chainingHashBlockGivesThePromptHashes() {
-        int[] tokens = seq(1000, 48);
-        ExtraKeys extra = ExtraKeys.of("sql-lora", "tenant-a");
-        BlockHash first = perRequest.hashBlock(null, tokens, 0, 16, extra);
-        BlockHash second = perRequest.hashBlock(first, tokens, 16, 32, extra);
-        BlockHash third = perRequest.hashBlock(second, tokens, 32, 48, extra);
-        assertThat(perRequest.hashPrompt(tokens, 16, extra)).containsExactly(first, second, third);
-        assertThat(saltHash0
-                        .hashBlock(BlockHash.ofHex("2b1e84fe7c4fd6fb"), seq(1016, 16), 0, 16, null)
-                        .hex())
-                .isEqualTo("995ef25da013b7bf");
-    }
-
-    @Test
     void littleEndianTokenBytesHashLikeTheIntArray() {
         LongHashFunction xxh3 = LongHashFunction.xx3(0x1349cde127705c16L);
         assertThat(xxh3.hashBytes(Xxh3Hasher.littleEndian(WIDE, 2, 12)))
@@ -107,23 +94,16 @@ class Xxh3HasherTest {
     }
 
     @Test
-    void aParentOfAnotherLengthIsRefused() {
-        BlockHash sha = BlockHash.ofHex("749fdc796f99efd836e0126282116392f5a5e4ea5c7ed009f2f58c385525a1f5");
-        assertThatThrownBy(() -> perRequest.hashBlock(sha, seq(0, 16), 0, 16, ExtraKeys.NONE))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("8 bytes, got 32");
-    }
-
-    @Test
     void theNamespaceSeedIsAFixedSaltHash() {
-        assertThat(hex(BlockHasher.create(HashScheme.XXH3, "0").hashPrompt(seq(0, 16), 16, ExtraKeys.NONE)))
+        assertThat(hex(BlockHasher.create(HashScheme.KVBM_V1, "0").hashPrompt(seq(0, 16), 16, ExtraKeys.NONE)))
                 .containsExactly("79c2079c74a8ee4d");
-        assertThat(hex(BlockHasher.create(HashScheme.XXH3, "0x1349cde127705c16").hashPrompt(seq(0, 16), 16, null)))
+        assertThat(hex(BlockHasher.create(HashScheme.KVBM_V1, "0x1349cde127705c16")
+                        .hashPrompt(seq(0, 16), 16, null)))
                 .containsExactly("830d22e0c9126a99");
-        assertThat(hex(BlockHasher.create(HashScheme.XXH3, "18446744073709551615")
+        assertThat(hex(BlockHasher.create(HashScheme.KVBM_V1, "18446744073709551615")
                         .hashPrompt(seq(0, 16), 16, null)))
                 .hasSize(1);
-        assertThatThrownBy(() -> BlockHasher.create(HashScheme.XXH3, "salty"))
+        assertThatThrownBy(() -> BlockHasher.create(HashScheme.KVBM_V1, "salty"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("'salty'");
     }

@@ -70,7 +70,7 @@ public class BlockHashingBenchmark {
             tokenBytes[p] = bytes.array();
         }
         sha256Cbor = BlockHasher.create(HashScheme.SHA256_CBOR, "0");
-        xxh3 = BlockHasher.create(HashScheme.XXH3, null);
+        xxh3 = BlockHasher.create(HashScheme.KVBM_V1, null);
         sha256 = MessageDigest.getInstance("SHA-256");
         extra = extraKeys ? ExtraKeys.of("sql-lora", "tenant-a") : ExtraKeys.NONE;
     }

@@ -1,6 +1,7 @@
 package io.kvstore.service.namespace;
 
 import io.kvstore.hashing.BlockHasher;
+import io.kvstore.hashing.HashInputException;
 import io.kvstore.hashing.HashScheme;
 
 /**
@@ -11,9 +12,11 @@ import io.kvstore.hashing.HashScheme;
  * @param model the model name, informational (it is also part of the namespace's identity for operators)
  * @param layers, kvHeads, headDim, dtype, blockSize the KV layout; a block holds K and V of
  *     {@code blockSize} tokens for every layer
- * @param hashScheme {@code sha256_cbor} (vLLM) or {@code xxh3} (Dynamo KVBM)
- * @param hashSeed vLLM's {@code PYTHONHASHSEED} for {@code sha256_cbor}; for {@code xxh3} absent (the salt hash
- *     is derived per request from LoRA name and cache salt, as Dynamo KVBM does) or a fixed 64-bit salt hash
+ * @param hashScheme how the engine hashes blocks: {@code vllm:sha256}, {@code vllm:sha256_cbor}, {@code vllm:xxhash},
+ *     {@code vllm:xxhash_cbor}, {@code dynamo:kvbm_v1} or {@code dynamo:router} (see {@link HashScheme})
+ * @param hashSeed for the {@code vllm:*} schemes the engine's {@code PYTHONHASHSEED} (required; {@code ""} is a
+ *     valid seed); for the {@code dynamo:*} schemes absent (the salt hash is derived per request from LoRA name
+ *     and cache salt, as Dynamo does) or a fixed 64-bit salt hash
  */
 public record NamespaceSpec(
         String model,
@@ -37,14 +40,15 @@ public record NamespaceSpec(
         require(blockSize > 0 && blockSize <= 65536, "layout.blockSize", "must be 1 to 65536, got " + blockSize);
         require(hashScheme != null, "hashScheme", "is required");
         require(
-                hashScheme != HashScheme.SHA256_CBOR || (hashSeed != null && !hashSeed.isEmpty()),
+                hashScheme == null || !hashScheme.isVllm() || hashSeed != null,
                 "hashSeed",
-                "is required for sha256_cbor (vLLM's PYTHONHASHSEED; a random seed makes hashes useless across processes)");
+                "is required for " + hashScheme + " (vLLM's PYTHONHASHSEED, \"\" when set but empty; without it vLLM"
+                        + " draws a random seed and no hash is ever shared across processes)");
         if (hashScheme != null) {
             try {
                 BlockHasher.create(hashScheme, hashSeed);
-            } catch (IllegalArgumentException e) {
-                throw new InvalidNamespaceException("hashSeed", "hashSeed: " + e.getMessage());
+            } catch (HashInputException e) {
+                throw new InvalidNamespaceException("hashSeed", "hashSeed: " + e.reason());
             }
         }
         long bytes = 2L * layers * kvHeads * headDim * dtype.bytes() * blockSize;
@@ -65,9 +69,9 @@ public record NamespaceSpec(
         return (int) (2L * layers * kvHeads * headDim * dtype.bytes() * blockSize);
     }
 
-    /** Hash length in bytes: 32 for sha256_cbor, 8 for xxh3. */
+    /** Hash length in bytes: 32 for the SHA-256 schemes, 16 for vLLM's xxhash ones, 8 for Dynamo's. */
     public int hashBytes() {
-        return hashScheme == HashScheme.SHA256_CBOR ? 32 : 8;
+        return hashScheme.hashLength();
     }
 
     public BlockHasher hasher() {
