@@ -52,11 +52,12 @@ def free_port() -> int:
 class Service:
     """One kvstore process on a free port with its own data directory; restartable on the same data."""
 
-    def __init__(self, data_dir: Path, extra_args=(), lease_timeout="6s"):
+    def __init__(self, data_dir: Path, extra_args=(), lease_timeout="6s", local=True):
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.extra_args = list(extra_args)
         self.lease_timeout = lease_timeout
+        self.local = local
         self.proc = None
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.data_dir / "service.log"
@@ -74,6 +75,7 @@ class Service:
             "--kvstore.tiers.nvme.file-size=32MB",
             "--kvstore.tiers.nvme.slab-size=4MB",
             "--spring.main.banner-mode=off",
+            f"--kvstore.local.enabled={str(self.local).lower()}",
         ] + self.extra_args
 
     def start(self) -> "Service":

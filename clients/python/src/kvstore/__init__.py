@@ -6,6 +6,7 @@ straight into and out of the service's DRAM tier on the same host. Engine adapte
 """
 
 from .client import Block, KvStoreClient, Layout, Lease, Location, LookupResult
+from . import crc32c
 from .errors import (
     BadRequest,
     ChecksumMismatch,

@@ -28,6 +28,7 @@ import org.springframework.validation.annotation.Validated;
  * @param tiers the storage tiers; HBM exists only when configured, DRAM always, NVMe unless disabled
  * @param nixl NIXL backend choice (the {@code DYN_KVBM_NIXL_BACKEND_*} environment wins per backend)
  * @param transport the one-sided data plane engines READ and WRITE tier memory through
+ * @param local the same-host data path: local engines map the DRAM tier and copy blocks themselves
  */
 @Validated
 @ConfigurationProperties("kvstore")
@@ -38,7 +39,8 @@ public record KvStoreProperties(
         @NotNull @DefaultValue("1GB") DataSize maxRequestSize,
         @Valid @NotNull @DefaultValue Tiers tiers,
         @Valid @NotNull @DefaultValue Nixl nixl,
-        @Valid @NotNull @DefaultValue Transport transport) {
+        @Valid @NotNull @DefaultValue Transport transport,
+        @Valid @NotNull @DefaultValue Local local) {
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
@@ -148,4 +150,20 @@ public record KvStoreProperties(
     public record Transport(
             @DefaultValue("true") boolean enabled,
             @NotNull @DefaultValue("") String ucxTls) {}
+
+    /**
+     * The same-host data path: the DRAM tier lives in a file on a memory file system that local engines
+     * map, so they copy blocks into reserved slots and out of leased ones themselves (reserve, copy, commit
+     * with CRC32C; lease, copy, check, release) and only the control calls go over HTTP. Who may map it is
+     * decided by the file's permissions: the service's user only, or also {@code group}. UCX then registers
+     * this memory instead of allocating its own (docs/local-data-path.md).
+     *
+     * @param enabled true puts a {@code host} DRAM tier in a shared file; other providers are left alone
+     * @param directory a directory on tmpfs for the file {@code kvstore-dram-<pid>}
+     * @param group a group whose processes may map the tier too (mode 0660); empty for the owner only (0600)
+     */
+    public record Local(
+            @DefaultValue("false") boolean enabled,
+            @NotNull @DefaultValue("/dev/shm") Path directory,
+            @NotNull @DefaultValue("") String group) {}
 }

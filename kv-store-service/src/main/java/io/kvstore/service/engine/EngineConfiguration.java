@@ -6,14 +6,17 @@ import io.kvstore.engine.TierSettings;
 import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.BodySizeLimitFilter;
+import io.kvstore.service.local.LocalDataPath;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
+import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.memory.SharedFileMemoryProvider;
 import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -44,9 +47,11 @@ public class EngineConfiguration {
     }
 
     @Bean(destroyMethod = "close")
-    TierEngine tierEngine(KvStoreProperties properties, EngineMetrics metrics, TransportService transport)
+    TierEngine tierEngine(
+            KvStoreProperties properties, EngineMetrics metrics, TransportService transport, LocalDataPath local)
             throws IOException {
         List<BlockTier> tiers = new ArrayList<>();
+        SharedFileMemoryProvider shared = null;
         Map<TierId, TierSettings> settings = new EnumMap<>(TierId.class);
         try {
             var t = properties.tiers();
@@ -55,9 +60,10 @@ public class EngineConfiguration {
                 settings.put(TierId.HBM, settingsOf(t.hbm()));
             }
             var dram = t.dram();
+            shared = sharedDram(properties, local);
             tiers.add(new MemoryTier(
                     TierId.DRAM,
-                    transport.dramProvider(dram.provider()),
+                    shared != null ? shared : transport.dramProvider(dram.provider()),
                     dram.capacity().toBytes(),
                     dram.slabSize().toBytes()));
             settings.put(TierId.DRAM, settingsOf(t.dram()));
@@ -76,7 +82,12 @@ public class EngineConfiguration {
             throw e;
         }
         TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
-        transport.attach((MemoryTier) engine.tier(TierId.DRAM));
+        MemoryTier dramTier = (MemoryTier) engine.tier(TierId.DRAM);
+        if (shared != null && shared.file() != null) {
+            local.attach(shared.file(), dramTier.region().byteSize(), shared.group());
+        }
+        // with the tier in a shared file, UCX registers that memory rather than allocating its own
+        transport.attach(dramTier);
         LoggerFactory.getLogger(EngineConfiguration.class)
                 .info("block checksums: CRC32C by {}", Checksums.implementation());
         return engine;
@@ -105,6 +116,30 @@ public class EngineConfiguration {
     @Bean
     NamespaceRegistry namespaceRegistry(KvStoreProperties properties, JsonMapper json) {
         return new NamespaceRegistry(properties.dataDir(), json);
+    }
+
+    @Bean
+    LocalDataPath localDataPath() {
+        return new LocalDataPath("the same-host data path is off (kvstore.local.enabled=false)");
+    }
+
+    /** The DRAM tier's provider when the same-host path is on and the tier is plain host memory; else null. */
+    private static SharedFileMemoryProvider sharedDram(KvStoreProperties properties, LocalDataPath local) {
+        var l = properties.local();
+        if (!l.enabled()) {
+            return null;
+        }
+        String configured = properties.tiers().dram().provider();
+        if (!HostMemoryProvider.NAME.equals(configured)) {
+            local.unavailable("the DRAM tier's provider is " + configured + ", not host memory a file can hold");
+            return null;
+        }
+        var provider = new SharedFileMemoryProvider(l.directory(), l.group());
+        if (!provider.availability().available()) {
+            throw new IllegalStateException(
+                    "kvstore.local.directory: " + provider.availability().detail());
+        }
+        return provider;
     }
 
     private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {

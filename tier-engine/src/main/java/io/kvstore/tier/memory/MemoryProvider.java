@@ -5,7 +5,8 @@ import io.kvstore.ffm.Availability;
 /**
  * Where a memory tier gets its bytes: page-aligned host memory, CUDA pinned host memory, CUDA device
  * memory, host memory standing in for device memory in tests and demos ({@code emulated-device}), or host
- * memory allocated by UCX for one-sided access by engines on the same host (chosen by the service, not by name).
+ * memory allocated by UCX for one-sided access by engines on the same host, or host memory in a shared file that
+ * local engines map ({@code host-shared}; both chosen by the service, not by name).
  * A provider is chosen by name in configuration and is never substituted silently.
  */
 public sealed interface MemoryProvider
@@ -13,7 +14,8 @@ public sealed interface MemoryProvider
                 EmulatedDeviceMemoryProvider,
                 CudaPinnedMemoryProvider,
                 CudaDeviceMemoryProvider,
-                UcxSharedMemoryProvider {
+                UcxSharedMemoryProvider,
+                SharedFileMemoryProvider {
 
     /** The configuration name: {@code host}, {@code cuda-pinned}, {@code cuda-device}, {@code emulated-device}. */
     String name();

@@ -1,0 +1,171 @@
+"""The same-host data path against a real kvstore: the mapped DRAM tier, reserve -> copy -> commit with
+CRC32C, lease -> copy -> check -> release, and what HTTP serves of the same blocks."""
+
+from __future__ import annotations
+
+import grp
+import os
+import stat
+
+import numpy as np
+import pytest
+
+import kvstore
+from blocks import SMALL, prompt
+from kvstore.shm import HttpDataPath, LocalDataPath, data_path
+from service import Service
+
+
+@pytest.fixture
+def local(client):
+    return LocalDataPath(client)
+
+
+def test_the_tier_file_is_mappable_by_its_owner_only(client, local):
+    view = client.request_json("GET", "/v1/local")
+    assert view["available"] and view["tier"] == "DRAM" and view["length"] == 64 << 20
+    st = os.stat(view["path"])
+    assert stat.S_IMODE(st.st_mode) == 0o600
+    assert st.st_uid == os.getuid()
+    assert local.mem.nbytes == view["length"]
+
+
+def test_blocks_stored_through_shared_memory_are_what_http_serves(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(120, SMALL.block_bytes, seed=11)
+    r = local.store(ns, blocks)
+    assert r.committed == hashes and not r.failed
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 120
+    for want, got in zip(data, client.fetch(ns, hashes)):
+        assert np.array_equal(want, got)
+    # storing them again reserves nothing
+    again = local.store(ns, blocks)
+    assert again.committed == [] and again.already_stored == hashes
+
+
+def test_blocks_stored_over_http_load_byte_exact_from_shared_memory(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(150, SMALL.block_bytes, seed=12)
+    client.store(ns, blocks)
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    assert local.load(ns, hashes, out) == 150
+    for want, got in zip(data, out):
+        assert np.array_equal(want, got)
+    # the lease was released: nothing holds the blocks
+    assert client.delete_namespace(ns) == 150
+
+
+def test_load_stops_at_the_first_block_not_stored(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(10, SMALL.block_bytes, seed=13)
+    local.store(ns, blocks[:4])
+    out = [bytearray(SMALL.block_bytes) for _ in hashes]
+    assert local.load(ns, hashes, out) == 4
+    assert bytes(out[3]) == data[3].tobytes()
+    with pytest.raises(kvstore.NotFound):
+        local.fetch(ns, hashes)
+
+
+def test_a_slot_whose_bytes_do_not_match_the_crc_is_refused_and_never_served(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=14)
+    r = client.request_json(
+        "POST",
+        f"/v1/local/namespaces/{ns}/blocks:reserve",
+        {"blocks": [{"hash": h.hex()} for h in hashes]},
+    )
+    crcs = {}
+    for slot, d in zip(r["slots"], data):
+        local.mem[slot["offset"] : slot["offset"] + slot["length"]] = d
+        crcs[slot["hash"]] = kvstore.crc32c.crc32c(d)
+    torn = r["slots"][1]
+    local.mem[torn["offset"] + 100] ^= 0xFF  # a byte changed after the CRC was taken
+    c = client.request_json(
+        "POST", f"/v1/local/namespaces/{ns}/blocks:commit", {"reservationId": r["reservationId"], "crc32c": crcs}
+    )
+    assert c["committed"] == [hashes[0].hex(), hashes[2].hex()]
+    assert [f["hash"] for f in c["failed"]] == [hashes[1].hex()]
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 1
+    with pytest.raises(kvstore.NotFound):
+        client.fetch(ns, [hashes[1]])
+
+
+def test_a_block_damaged_in_place_after_commit_fails_its_check_on_the_way_out(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=15)
+    local.store(ns, blocks)
+    lease = client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [h.hex() for h in hashes]})
+    off = lease["locations"][1]["offset"]
+    client.release(lease["leaseId"])
+    local.mem[off] ^= 0xFF  # e.g. a late writer of an expired reservation
+    out = [bytearray(SMALL.block_bytes) for _ in hashes]
+    assert local.load(ns, hashes, out) == 1  # block 1 is never handed over
+    with pytest.raises(kvstore.ChecksumMismatch):
+        local.fetch(ns, hashes)
+
+
+def test_blocks_held_only_on_nvme_come_over_http_under_the_same_lease(service, client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(8, SMALL.block_bytes, seed=16)
+    local.store(ns, blocks)
+    service.admin("POST", "/admin/evict", {"tier": "DRAM", "namespace": ns})
+    assert client.lookup(ns, block_hashes=hashes).tiers == ["NVME"] * 8
+    got = local.fetch(ns, hashes)
+    for want, have in zip(data, got):
+        assert np.array_equal(want, have)
+
+
+def test_reserve_and_lease_answer_problem_json_for_bad_input(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:reserve", {"blocks": [{"hash": "zz"}]})
+    assert e.value.field == "blocks[0].hash"
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": ["ab" * 8]})
+    assert e.value.field == "blockHashes[0]"
+    with pytest.raises(kvstore.NotFound):
+        client.request_json("POST", "/v1/local/namespaces/no-such-ns/blocks:lease", {"blockHashes": []})
+    with pytest.raises(kvstore.NotFound):
+        client.request_json(
+            "POST", f"/v1/local/namespaces/{ns}/blocks:commit", {"reservationId": "nope", "crc32c": {}}
+        )
+
+
+def test_after_a_restart_the_client_maps_the_new_tier_file(fresh_service, ns):
+    c = kvstore.KvStoreClient(fresh_service.url)
+    local = LocalDataPath(c)
+    old_path, old_region = local.path, local.region_id
+    fresh_service.restart()
+    c.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(5, SMALL.block_bytes, seed=17)
+    assert local.store(ns, blocks).committed == hashes
+    assert local.region_id != old_region and local.path != old_path
+    assert not os.path.exists(old_path)  # the old run's file went with it
+    for want, have in zip(data, local.fetch(ns, hashes)):
+        assert np.array_equal(want, have)
+
+
+def test_a_group_named_by_the_operator_may_map_the_tier_too(tmp_path):
+    group = grp.getgrgid(os.getgid()).gr_name
+    svc = Service(tmp_path / "kv", extra_args=[f"--kvstore.local.group={group}"]).start()
+    try:
+        view = kvstore.KvStoreClient(svc.url).request_json("GET", "/v1/local")
+        st = os.stat(view["path"])
+        assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == os.getgid()
+        assert view["group"] == group
+    finally:
+        svc.stop()
+
+
+def test_without_the_local_path_data_path_falls_back_to_http_and_says_why(tmp_path):
+    svc = Service(tmp_path / "kv", local=False).start()
+    try:
+        c = kvstore.KvStoreClient(svc.url)
+        with pytest.raises(kvstore.ServiceUnavailable) as e:
+            LocalDataPath(c)
+        assert "kvstore.local.enabled=false" in e.value.detail
+        assert isinstance(data_path(c), HttpDataPath)
+        with pytest.raises(kvstore.ServiceUnavailable):
+            data_path(c, local="require")
+    finally:
+        svc.stop()
