@@ -58,6 +58,17 @@ class ArchitectureTest {
     }
 
     @Test
+    void tiersDoNotDependOnTheTransferLayer() {
+        noClasses()
+                .that()
+                .resideInAPackage("io.kvstore.tier..")
+                .should()
+                .dependOnClassesThat()
+                .resideInAPackage("io.kvstore.transfer..")
+                .check(kvstore);
+    }
+
+    @Test
     void serviceUsesTheEngineThroughItsApiOnly() {
         DescribedPredicate<JavaClass> engineInternals = JavaClass.Predicates.resideInAPackage("io.kvstore.catalog..")
                 .and(not(simpleName("LookupResult")))

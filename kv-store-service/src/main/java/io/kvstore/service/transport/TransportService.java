@@ -34,7 +34,9 @@ public final class TransportService implements AutoCloseable {
 
     private final UcxTransferEngine ucx;
     private final String unavailableReason;
-    private UcxSharedMemoryProvider dramProvider;
+    /** The region UCX allocated for the DRAM tier, when the tier's memory came from it. */
+    private volatile LocalRegion allocated;
+
     private volatile LocalRegion region;
     private boolean ownsRegion;
 
@@ -83,8 +85,11 @@ public final class TransportService implements AutoCloseable {
      */
     public MemoryProvider dramProvider(String configured) {
         if (ucx != null && HostMemoryProvider.NAME.equals(configured)) {
-            dramProvider = new UcxSharedMemoryProvider(ucx);
-            return dramProvider;
+            return new UcxSharedMemoryProvider(bytes -> {
+                LocalRegion r = ucx.allocate(bytes);
+                allocated = r;
+                return new UcxSharedMemoryProvider.SharedMemory(r.segment(), r::close);
+            });
         }
         return MemoryProvider.named(configured);
     }
@@ -94,11 +99,9 @@ public final class TransportService implements AutoCloseable {
         if (ucx == null) {
             return;
         }
-        if (dramProvider != null
-                && dramProvider.registeredRegion() != null
-                && dramProvider.registeredRegion().segment().address()
-                        == dram.region().address()) {
-            region = dramProvider.registeredRegion();
+        LocalRegion shared = allocated;
+        if (shared != null && shared.segment().address() == dram.region().address()) {
+            region = shared;
         } else {
             region = ucx.register(dram.region(), MemoryKind.DRAM);
             ownsRegion = true;

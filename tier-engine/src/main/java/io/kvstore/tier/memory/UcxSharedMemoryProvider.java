@@ -2,8 +2,7 @@ package io.kvstore.tier.memory;
 
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.libc.LibC;
-import io.kvstore.transfer.LocalRegion;
-import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -13,6 +12,9 @@ import org.slf4j.LoggerFactory;
  * WRITE is one plain copy, where memory merely registered is reached through cma or UCX's emulation (2 to
  * 6 times slower here, docs/benchmarks.md). The service uses it for the DRAM tier when its one-sided
  * transport is on and the tier asks for {@code host} memory; the region comes already registered.
+ *
+ * <p>The allocation itself is the transfer engine's ({@code UcxTransferEngine.allocate}), handed in as a
+ * {@link SharedAllocator} by the wiring, so tiers do not depend on the transfer layer.
  */
 public final class UcxSharedMemoryProvider implements MemoryProvider {
 
@@ -20,11 +22,19 @@ public final class UcxSharedMemoryProvider implements MemoryProvider {
 
     private static final Logger log = LoggerFactory.getLogger(UcxSharedMemoryProvider.class);
 
-    private final UcxTransferEngine ucx;
-    private volatile LocalRegion registered;
+    /** Memory allocated and registered for one-sided access, and how to deregister and free it. */
+    public record SharedMemory(MemorySegment segment, Runnable free) {}
 
-    public UcxSharedMemoryProvider(UcxTransferEngine ucx) {
-        this.ucx = ucx;
+    /** Allocates {@code bytes} of host memory registered with a transfer engine (UCX). */
+    @FunctionalInterface
+    public interface SharedAllocator {
+        SharedMemory allocate(long bytes);
+    }
+
+    private final SharedAllocator allocator;
+
+    public UcxSharedMemoryProvider(SharedAllocator allocator) {
+        this.allocator = allocator;
     }
 
     @Override
@@ -34,7 +44,7 @@ public final class UcxSharedMemoryProvider implements MemoryProvider {
 
     @Override
     public Availability availability() {
-        return Availability.available("host memory allocated and registered by UCX " + ucx.backend());
+        return Availability.available("host memory allocated and registered by the UCX transfer engine");
     }
 
     @Override
@@ -42,8 +52,8 @@ public final class UcxSharedMemoryProvider implements MemoryProvider {
         if (bytes <= 0 || bytes % 4096 != 0) {
             throw new IllegalArgumentException("region size must be a positive multiple of 4 KiB, got " + bytes);
         }
-        LocalRegion region = ucx.allocate(bytes);
-        int errno = LibC.mlock(region.segment());
+        SharedMemory memory = allocator.allocate(bytes);
+        int errno = LibC.mlock(memory.segment());
         if (errno != 0) {
             log.warn(
                     "UCX-allocated tier memory of {} MiB is not locked in RAM (mlock failed, errno {}); raise "
@@ -51,12 +61,6 @@ public final class UcxSharedMemoryProvider implements MemoryProvider {
                     bytes >> 20,
                     errno);
         }
-        registered = region;
-        return new MemoryRegion(region.segment(), NAME, errno == 0, region::close);
-    }
-
-    /** The registered region of the last allocation, for publishing to peers; null before one. */
-    public LocalRegion registeredRegion() {
-        return registered;
+        return new MemoryRegion(memory.segment(), NAME, errno == 0, memory.free());
     }
 }
