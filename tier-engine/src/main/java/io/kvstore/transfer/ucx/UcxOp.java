@@ -1,6 +1,7 @@
 package io.kvstore.transfer.ucx;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.IntConsumer;
 
 /** One UCX operation in flight, keyed by the id passed to UCX as user data. */
 final class UcxOp {
@@ -8,10 +9,13 @@ final class UcxOp {
     final UcxRequest request;
     UcxOpKind kind;
     MemorySegment ucxRequest;
+    /** A pooled message header the send still reads; recycled when the operation finishes. */
     MemorySegment header;
+    /** Where a READ chunk's reply lands. */
     MemorySegment target;
-    MemorySegment replyEndpoint;
-    long replyTo;
+    /** What a {@link UcxOpKind#SERVE_RECV} does with its status once the data is in (acknowledge it). */
+    IntConsumer whenServed;
+
     int status;
 
     UcxOp(long id, UcxRequest request, UcxOpKind kind) {

@@ -2,7 +2,7 @@ package io.kvstore.transfer.ucx;
 
 /**
  * How a {@link UcxTransferEngine} moves bytes to one peer. Chosen per connection from the lanes UCX
- * selected (see {@link UcxTransferEngine} for the rule and docs/benchmarks.md for the figures).
+ * selected (see {@link PathChoice} for the rule and docs/benchmarks.md for the figures).
  */
 public enum UcxPath {
     /** One-sided {@code ucp_put_nbx}/{@code ucp_get_nbx}: the transport does RMA natively (shared memory, RDMA). */

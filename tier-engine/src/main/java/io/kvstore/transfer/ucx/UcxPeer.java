@@ -6,36 +6,52 @@ import io.kvstore.transfer.Peer;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * A peer connected by a {@link UcxTransferEngine}: its endpoint, the {@link UcxPath} chosen for it
  * and the rkeys unpacked for it (cached per packed key, destroyed with the endpoint). All mutable
- * state belongs to the engine's progress thread.
+ * state belongs to the engine's progress thread. Closing hands the peer to the close callback its
+ * engine gave it; the peer holds no reference to the engine.
  */
 public final class UcxPeer implements Peer {
 
-    private final UcxTransferEngine engine;
     private final String name;
     final long id;
     final UcpEndpoint endpoint;
     private final UcxPath path;
+    /** Whether the endpoint was opened with peer-failure detection (UCP_ERR_HANDLING_MODE_PEER). */
     final boolean errorMode;
+
+    private final String info;
+    private final Object owner;
+    private final Consumer<UcxPeer> onClose;
     final Map<String, UcpRemoteKey> rkeys = new HashMap<>();
-    volatile String info = "";
     volatile boolean failed;
     volatile boolean closed;
 
-    UcxPeer(UcxTransferEngine engine, String name, long id, UcpEndpoint endpoint, UcxPath path, boolean errorMode) {
-        this.engine = engine;
+    UcxPeer(
+            String name,
+            long id,
+            UcpEndpoint endpoint,
+            UcxPath path,
+            boolean errorMode,
+            String info,
+            Object owner,
+            Consumer<UcxPeer> onClose) {
         this.name = name;
         this.id = id;
         this.endpoint = endpoint;
         this.path = path;
         this.errorMode = errorMode;
+        this.info = info;
+        this.owner = owner;
+        this.onClose = onClose;
     }
 
-    UcxTransferEngine engine() {
-        return engine;
+    /** Whether the engine identified by {@code engine} connected this peer. */
+    boolean ownedBy(Object engine) {
+        return owner == engine;
     }
 
     UcpRemoteKey rkey(byte[] packed) {
@@ -64,7 +80,7 @@ public final class UcxPeer implements Peer {
 
     @Override
     public void close() {
-        engine.closePeer(this);
+        onClose.accept(this);
     }
 
     @Override

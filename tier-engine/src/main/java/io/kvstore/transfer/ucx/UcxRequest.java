@@ -18,7 +18,7 @@ final class UcxRequest {
     int pending;
     boolean posted;
     /** The local region the request reads or writes, set when it starts. */
-    UcxTransferEngine.Registration local;
+    UcxRegion local;
 
     UcxRequest(TransferOp op, UcxPeer peer, long bytes, int transfers, long started) {
         this.op = op;

@@ -121,7 +121,10 @@ class UcxTwoProcessTest {
     private void gibibyteBothWays(String tls, UcxPath expected) throws Exception {
         try (Arena arena = Arena.ofShared();
                 UcxTransferEngine engine =
-                        UcxTransferEngine.create(UcxSettings.defaults().withTransports(tls));
+                        // a generous deadline: a busy shared machine has stretched a 2 s tcp READ of 1 GiB to 28 s
+                        UcxTransferEngine.create(UcxSettings.defaults()
+                                .withTransports(tls)
+                                .withRequestTimeout(Duration.ofSeconds(120)));
                 Child child = start(tls, GIB_MIB, 7)) {
             MemorySegment scratch = arena.allocate(MIB, 4096);
             try (LocalRegion region = engine.allocate(GIB_MIB * MIB);
@@ -131,7 +134,7 @@ class UcxTwoProcessTest {
 
                 TransferResult read = engine.post(
                                 TransferOp.READ, region, peer, child.region(), reversedBlocks(GIB_MIB))
-                        .get(60, TimeUnit.SECONDS);
+                        .get(150, TimeUnit.SECONDS);
                 System.out.printf(
                         "UCX %s READ 1 GiB in 1 MiB blocks: %d ms (%s)%n",
                         tls, read.elapsed().toMillis(), peer.path());
@@ -142,7 +145,7 @@ class UcxTwoProcessTest {
                 Patterns.fillRegion(local, MIB, 8);
                 TransferResult write = engine.post(
                                 TransferOp.WRITE, region, peer, child.region(), reversedBlocks(GIB_MIB))
-                        .get(60, TimeUnit.SECONDS);
+                        .get(150, TimeUnit.SECONDS);
                 System.out.printf(
                         "UCX %s WRITE 1 GiB in 1 MiB blocks: %d ms (%s)%n",
                         tls, write.elapsed().toMillis(), peer.path());
