@@ -12,7 +12,7 @@ public record NamespaceView(
         int blockBytes,
         int hashBytes) {
 
-    static NamespaceView of(String name, NamespaceSpec spec) {
+    public static NamespaceView of(String name, NamespaceSpec spec) {
         var d = NamespaceDeclaration.of(spec);
         return new NamespaceView(name, d.model(), d.layout(), d.hashScheme(), spec.blockBytes(), spec.hashBytes());
     }

@@ -4,10 +4,7 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.options.PutOption;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Deque;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -26,14 +23,14 @@ import tools.jackson.databind.json.JsonMapper;
  * was down longer than the TTL) the node registers again with a new one. While etcd is unreachable the
  * last known set stays in force: nodes keep serving what they hold.
  *
- * <p>The sets seen during the last {@code handoff-grace} are kept, so a lookup can also ask a block's
- * previous owner while the new one fills (see {@link #recent()}).
+ * <p>Each member's entry carries its join time, so any node, even one that joined a moment ago, knows the
+ * sets as they were before each join of the last {@code handoff-grace}: a lookup also asks a run's owners
+ * in those sets, which still hold what was stored before the new member took the run (see
+ * {@link #recent()}).
  */
 public final class Membership implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(Membership.class);
-
-    private record Past(MemberSet set, Instant until) {}
 
     private final Client etcd;
     private final Member self;
@@ -46,7 +43,7 @@ public final class Membership implements AutoCloseable {
     private final PrefixMirror mirror;
     private final ScheduledExecutorService scheduler;
     private final List<Consumer<MemberSet>> listeners = new CopyOnWriteArrayList<>();
-    private final Deque<Past> past = new ArrayDeque<>();
+    private final List<PrefixMirror> alsoResynced = new CopyOnWriteArrayList<>();
     private volatile MemberSet current = MemberSet.EMPTY;
     private volatile long leaseId;
     private volatile boolean etcdReachable = true;
@@ -112,6 +109,9 @@ public final class Membership implements AutoCloseable {
                 log.info("cluster: node {} registered again (its lease had expired in etcd)", self.name());
             }
             mirror.resync();
+            for (PrefixMirror other : alsoResynced) {
+                other.resync();
+            }
             if (!etcdReachable) {
                 etcdReachable = true;
                 log.info("cluster: etcd reachable again; node {} is a member", self.name());
@@ -143,9 +143,6 @@ public final class Membership implements AutoCloseable {
             if (before.sameMembers(next)) {
                 return;
             }
-            if (!before.members().isEmpty()) {
-                past.addFirst(new Past(before, clock.instant().plus(grace)));
-            }
             current = next;
         }
         log.info(
@@ -161,13 +158,27 @@ public final class Membership implements AutoCloseable {
         return current;
     }
 
-    /** The current set followed by every set replaced less than {@code handoff-grace} ago, newest first. */
-    public synchronized List<MemberSet> recent() {
-        Instant now = clock.instant();
-        past.removeIf(p -> p.until().isBefore(now));
-        List<MemberSet> out = new ArrayList<>(past.size() + 1);
-        out.add(current);
-        past.forEach(p -> out.add(p.set()));
+    /**
+     * The current set, then for each member that joined less than {@code handoff-grace} ago (newest first)
+     * the live members that joined before it: the owners a run had before that join. Members that left are
+     * in none of them: what they held is gone with them.
+     */
+    public List<MemberSet> recent() {
+        MemberSet now = current;
+        long cutoff = clock.millis() - grace.toMillis();
+        List<MemberSet> out = new ArrayList<>(2);
+        out.add(now);
+        List<Member> joiners = now.members().stream()
+                .filter(m -> m.joinedAt() > cutoff)
+                .sorted((x, y) -> x.joinedBefore(y) ? 1 : -1)
+                .toList();
+        for (Member joiner : joiners) {
+            List<Member> before =
+                    now.members().stream().filter(m -> m.joinedBefore(joiner)).toList();
+            if (!before.isEmpty()) {
+                out.add(new MemberSet(before, now.epoch()));
+            }
+        }
         return out;
     }
 
@@ -183,6 +194,11 @@ public final class Membership implements AutoCloseable {
     /** Called with the new set after every change of the member set. */
     public void onChange(Consumer<MemberSet> listener) {
         listeners.add(listener);
+    }
+
+    /** Resyncs {@code mirror} with every renewal too, so it is never more than a renewal period behind. */
+    void resyncWithRenewals(PrefixMirror mirror) {
+        alsoResynced.add(mirror);
     }
 
     /** Leaves the set at once (revokes the lease) rather than after the TTL. */

@@ -19,7 +19,7 @@ class PlacementTest {
     static List<Member> members(int n) {
         List<Member> out = new ArrayList<>();
         for (int i = 0; i < n; i++) {
-            out.add(new Member("node-" + i, "http://127.0.0.1:" + (8080 + i)));
+            out.add(new Member("node-" + i, "http://127.0.0.1:" + (8080 + i), 0));
         }
         return out;
     }

@@ -1,0 +1,79 @@
+package io.kvstore.service.cluster;
+
+import io.kvstore.service.admin.AdminController;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.http.MediaType;
+import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * Cluster-wide admin calls (behind the admin token like all of {@code /admin}): an eviction policy set on
+ * any node is applied there, written to etcd and applied by every other node; {@code GET /admin/cluster}
+ * shows the members, their tiers and the placement epoch.
+ */
+@RestController
+@RequestMapping("/admin")
+@ConditionalOnBooleanProperty("kvstore.cluster.enabled")
+public class ClusterAdminController {
+
+    private final AdminController admin;
+    private final ClusterSettings settings;
+    private final Membership membership;
+    private final Peers peers;
+
+    public ClusterAdminController(AdminController admin, ClusterSettings settings, Membership membership, Peers peers) {
+        this.admin = admin;
+        this.settings = settings;
+        this.membership = membership;
+        this.peers = peers;
+    }
+
+    /** Validated and applied here first (a bad request changes nothing anywhere), then published. */
+    @PutMapping(path = "/eviction-policy", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
+    public Map<String, AdminController.PolicyView> setEvictionPolicy(
+            @RequestBody Map<String, AdminController.PolicyView> request) throws Exception {
+        Map<String, AdminController.PolicyView> result = admin.setEvictionPolicy(request);
+        Map<String, AdminController.PolicyView> changed = new java.util.LinkedHashMap<>();
+        for (String tier : request.keySet()) {
+            String name = tier.trim().toUpperCase(java.util.Locale.ROOT);
+            changed.put(name, result.get(name));
+        }
+        settings.publishPolicy(changed);
+        return result;
+    }
+
+    /** One member: its name, address, whether it is the node answering, and its tiers (or why not). */
+    public record MemberView(
+            String name, String address, boolean self, List<AdminController.TierView> tiers, String error) {}
+
+    /** {@code GET /admin/cluster}. */
+    public record ClusterView(
+            String node,
+            long epoch,
+            boolean etcdReachable,
+            List<MemberView> members,
+            Map<String, AdminController.PolicyView> evictionPolicy) {}
+
+    @GetMapping("/cluster")
+    public ClusterView cluster() {
+        MemberSet set = membership.current();
+        List<MemberView> members = new ArrayList<>();
+        for (Member m : set.members()) {
+            boolean self = m.equals(peers.self());
+            try {
+                members.add(new MemberView(
+                        m.name(), m.address(), self, peers.of(m).tiers().tiers(), null));
+            } catch (Exception e) {
+                members.add(new MemberView(m.name(), m.address(), self, null, e.getMessage()));
+            }
+        }
+        return new ClusterView(
+                peers.self().name(), set.epoch(), membership.etcdReachable(), members, settings.policies());
+    }
+}

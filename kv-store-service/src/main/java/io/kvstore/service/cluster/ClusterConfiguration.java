@@ -1,0 +1,108 @@
+package io.kvstore.service.cluster;
+
+import io.etcd.jetcd.Client;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.service.admin.AdminController;
+import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.transport.TransportService;
+import java.time.Clock;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.ApplicationListener;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Cluster mode's parts, built only when {@code kvstore.cluster.enabled} is true. The node registers in
+ * etcd once the application is ready (its HTTP port is open), so peers never route to a node that cannot
+ * answer yet; it cannot reach etcd then, start-up fails with the reason.
+ */
+@Configuration(proxyBeanMethods = false)
+@ConditionalOnBooleanProperty("kvstore.cluster.enabled")
+@EnableConfigurationProperties(ClusterProperties.class)
+public class ClusterConfiguration {
+
+    @Bean(destroyMethod = "close")
+    Client etcdClient(ClusterProperties properties) {
+        return EtcdClients.connect(properties.endpoints());
+    }
+
+    @Bean
+    Member selfMember(ClusterProperties properties) {
+        String address = properties.advertisedAddress().replaceAll("/+$", "");
+        return new Member(properties.nodeName(), address, System.currentTimeMillis());
+    }
+
+    @Bean(destroyMethod = "close")
+    Membership membership(Client etcd, ClusterProperties properties, Member self, JsonMapper json) {
+        return new Membership(etcd, properties, self, json, Clock.systemUTC());
+    }
+
+    @Bean(destroyMethod = "close")
+    ClusterSettings clusterSettings(
+            Client etcd,
+            ClusterProperties properties,
+            JsonMapper json,
+            NamespaceRegistry namespaces,
+            AdminController admin) {
+        return new ClusterSettings(etcd, properties, json, namespaces, admin);
+    }
+
+    @Bean
+    Peers peers(
+            Member self,
+            TierEngine engine,
+            BlockService blocks,
+            NamespaceRegistry namespaces,
+            TransportService transport,
+            AdminController admin,
+            JsonMapper json,
+            ClusterProperties properties,
+            KvStoreProperties kvstore) {
+        return new Peers(
+                new LocalPeer(self, engine, blocks, namespaces, transport, admin),
+                json,
+                properties.peerTimeout(),
+                properties.peerToken(),
+                kvstore.adminToken());
+    }
+
+    @Bean(destroyMethod = "close")
+    ExecutorService clusterCalls() {
+        return Executors.newThreadPerTaskExecutor(
+                Thread.ofVirtual().name("kvstore-cluster-", 0).factory());
+    }
+
+    @Bean
+    ClusterRouter clusterRouter(
+            Membership membership,
+            Peers peers,
+            ClusterProperties properties,
+            ExecutorService clusterCalls,
+            KvStoreProperties kvstore) {
+        return new ClusterRouter(
+                membership,
+                peers,
+                properties,
+                clusterCalls,
+                kvstore.maxRequestSize().toBytes());
+    }
+
+    @Bean
+    ApplicationListener<ApplicationReadyEvent> joinCluster(Membership membership, ClusterSettings settings) {
+        return event -> {
+            try {
+                settings.start(membership);
+                membership.start();
+            } catch (Exception e) {
+                throw new IllegalStateException("kvstore.cluster: cannot join through etcd: " + e, e);
+            }
+        };
+    }
+}

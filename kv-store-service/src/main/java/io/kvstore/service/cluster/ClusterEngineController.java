@@ -1,0 +1,171 @@
+package io.kvstore.service.cluster;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.hashing.ExtraKeys;
+import io.kvstore.service.api.EngineResponses;
+import io.kvstore.service.api.FetchRequest;
+import io.kvstore.service.api.LookupRequest;
+import io.kvstore.service.api.NamespaceView;
+import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.namespace.NamespaceDeclaration;
+import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.web.ConnectorStreams;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.net.URI;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
+import org.springframework.http.HttpStatus;
+import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
+import org.springframework.web.bind.annotation.PathVariable;
+import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestMapping;
+import org.springframework.web.bind.annotation.RestController;
+
+/**
+ * The engine API's block calls for the whole cluster. Its mappings match only requests without the
+ * {@value Peer#FORWARDED} header (engines' calls), and being the more specific match they take those from
+ * {@code EngineController}; node-to-node calls carry the header and reach {@code EngineController}, which
+ * answers from this node's tiers. {@code blocks:probe} is the one call only nodes need.
+ */
+@RestController
+@RequestMapping("/v1")
+@ConditionalOnBooleanProperty("kvstore.cluster.enabled")
+public class ClusterEngineController {
+
+    private static final Logger log = LoggerFactory.getLogger(ClusterEngineController.class);
+    private static final String ENGINE_CALL = "!" + Peer.FORWARDED;
+
+    private final ClusterRouter router;
+    private final ClusterSettings settings;
+    private final Peers peers;
+    private final Membership membership;
+    private final BlockService blocks;
+    private final NamespaceRegistry namespaces;
+
+    public ClusterEngineController(
+            ClusterRouter router,
+            ClusterSettings settings,
+            Peers peers,
+            Membership membership,
+            BlockService blocks,
+            NamespaceRegistry namespaces) {
+        this.router = router;
+        this.settings = settings;
+        this.peers = peers;
+        this.membership = membership;
+        this.blocks = blocks;
+        this.namespaces = namespaces;
+    }
+
+    /** Declares the namespace here, in the cluster settings (for nodes joining later) and on every live node. */
+    @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
+    public ResponseEntity<NamespaceView> declare(
+            @PathVariable("ns") String ns, @RequestBody NamespaceDeclaration declaration) throws Exception {
+        NamespaceSpec spec = declaration.toSpec();
+        var outcome = namespaces.declare(ns, spec);
+        settings.publishNamespace(ns, declaration);
+        for (Member m : membership.current().members()) {
+            if (!m.equals(peers.self())) {
+                try {
+                    peers.of(m).declare(ns, declaration);
+                } catch (PeerException e) {
+                    // it applies the declaration from the cluster settings when its watch or resync sees it
+                    log.warn("cluster: namespace '{}' not declared on {} now: {}", ns, m.name(), e.getMessage());
+                }
+            }
+        }
+        return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
+                .body(NamespaceView.of(ns, spec));
+    }
+
+    @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
+    public ClusterLookupResponse lookup(@RequestBody LookupRequest request) {
+        if (request.namespace() == null) {
+            throw new InvalidRequestException("namespace", "namespace is required");
+        }
+        NamespaceSpec spec = namespaces.require(request.namespace());
+        List<BlockHash> hashes;
+        if (request.tokenIds() != null && request.blockHashes() != null) {
+            throw new InvalidRequestException("tokenIds", "give either tokenIds or blockHashes, not both");
+        } else if (request.tokenIds() != null) {
+            hashes = blocks.hashTokens(spec, request.tokenIds(), extraKeys(request.extraKeys()));
+        } else if (request.blockHashes() != null) {
+            if (request.extraKeys() != null) {
+                throw new InvalidRequestException(
+                        "extraKeys", "extraKeys go with tokenIds; hashes already include them");
+            }
+            hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
+        } else {
+            throw new InvalidRequestException("tokenIds", "one of tokenIds or blockHashes is required");
+        }
+        return router.lookup(request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
+    }
+
+    @PutMapping(
+            path = "/namespaces/{ns}/blocks",
+            consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE,
+            headers = ENGINE_CALL)
+    public EngineResponses.Stored store(@PathVariable("ns") String ns, HttpServletRequest request) throws IOException {
+        NamespaceSpec spec = namespaces.require(ns);
+        return router.store(ns, spec, request.getInputStream(), request.getContentLengthLong());
+    }
+
+    @PostMapping(
+            path = "/namespaces/{ns}/blocks:fetch",
+            consumes = MediaType.APPLICATION_JSON_VALUE,
+            headers = ENGINE_CALL)
+    public void fetch(@PathVariable("ns") String ns, @RequestBody FetchRequest request, HttpServletResponse response)
+            throws IOException {
+        NamespaceSpec spec = namespaces.require(ns);
+        var gathered = router.fetch(ns, spec, blocks.parseHashes(spec, request.blockHashes(), "blockHashes"));
+        response.setStatus(HttpServletResponse.SC_OK);
+        response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
+        response.setContentLengthLong(gathered.contentLength());
+        gathered.writeTo(ConnectorStreams.outputStream(response));
+    }
+
+    /** Which of the named blocks this node holds (tier or null each), leased when asked; for other nodes. */
+    @PostMapping(path = "/namespaces/{ns}/blocks:probe", consumes = MediaType.APPLICATION_JSON_VALUE)
+    public Peer.Probe probe(@PathVariable("ns") String ns, @RequestBody Peer.ProbeRequest request) throws IOException {
+        NamespaceSpec spec = namespaces.require(ns);
+        List<BlockHash> hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
+        return peers.of(peers.self()).probe(ns, hashes, Boolean.TRUE.equals(request.lease()));
+    }
+
+    /** A peer that refused or could not be reached: its status (502/503 for its own failures) as problem JSON. */
+    @ExceptionHandler(PeerException.class)
+    public ResponseEntity<ProblemDetail> peerFailed(PeerException e) {
+        HttpStatus status = HttpStatus.resolve(e.status());
+        if (status == null) {
+            status = HttpStatus.BAD_GATEWAY;
+        }
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, e.getMessage());
+        problem.setTitle(e.unreachable() ? "Cluster node unreachable" : status.getReasonPhrase());
+        problem.setType(URI.create("about:blank"));
+        return ResponseEntity.status(status)
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem);
+    }
+
+    static ExtraKeys extraKeys(LookupRequest.ExtraKeysJson json) {
+        if (json == null) {
+            return ExtraKeys.NONE;
+        }
+        try {
+            return new ExtraKeys(json.lora(), json.cacheSalt(), json.more());
+        } catch (IllegalArgumentException e) {
+            throw new InvalidRequestException("extraKeys.more", "extraKeys.more: " + e.getMessage());
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package io.kvstore.service.cluster;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.service.admin.AdminController;
+import io.kvstore.service.api.EngineResponses;
+import io.kvstore.service.api.LookupResponse;
+import io.kvstore.service.namespace.NamespaceDeclaration;
+import java.io.IOException;
+import java.util.List;
+
+/**
+ * One member as the node answering a request sees it: itself (called in process) or another node (called
+ * over its engine API with the {@value #FORWARDED} header, so it answers from its own tiers).
+ */
+public sealed interface Peer permits LocalPeer, RemotePeer {
+
+    /** Marks a node-to-node call; its value is the calling node's name. Such calls are never routed again. */
+    String FORWARDED = "Kvstore-Forwarded-By";
+
+    Member member();
+
+    /**
+     * Which of {@code hashes} this node holds, each with its fastest tier (null when not held), the held
+     * ones leased when asked.
+     */
+    Probe probe(String namespace, List<BlockHash> hashes, boolean lease) throws IOException;
+
+    /** Stores a framed batch ({@code BlockFrames}) on this node. */
+    EngineResponses.Stored store(String namespace, byte[] frames) throws IOException;
+
+    /** The named blocks as a framed batch, in the order asked; fails when one is not held. */
+    byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException;
+
+    /** Declares a namespace on this node. */
+    void declare(String namespace, NamespaceDeclaration declaration) throws IOException;
+
+    /** Releases a lease this node granted; false when it was unknown. */
+    boolean release(String leaseId) throws IOException;
+
+    /** This node's tiers as {@code GET /admin/tiers} shows them. */
+    AdminController.Tiers tiers() throws IOException;
+
+    /**
+     * {@code POST /v1/namespaces/{ns}/blocks:probe}'s answer: per block asked, its fastest tier or null, and
+     * the lease on the held blocks when one was asked for.
+     */
+    record Probe(List<String> tiers, LookupResponse.LeaseView lease) {}
+
+    /** {@code POST /v1/namespaces/{ns}/blocks:probe}'s body. */
+    record ProbeRequest(List<String> blockHashes, Boolean lease) {}
+}

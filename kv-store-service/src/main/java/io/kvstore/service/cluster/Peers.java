@@ -1,0 +1,43 @@
+package io.kvstore.service.cluster;
+
+import java.net.http.HttpClient;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import tools.jackson.databind.json.JsonMapper;
+
+/** The {@link Peer} for each member: this node in process, the others over one shared HTTP client. */
+public final class Peers {
+
+    private final LocalPeer self;
+    private final HttpClient http;
+    private final JsonMapper json;
+    private final Duration timeout;
+    private final String token;
+    private final String adminToken;
+    private final ConcurrentMap<Member, RemotePeer> remote = new ConcurrentHashMap<>();
+
+    public Peers(LocalPeer self, JsonMapper json, Duration timeout, String token, String adminToken) {
+        this.self = self;
+        this.adminToken = adminToken;
+        this.json = json;
+        this.timeout = timeout;
+        this.token = token;
+        this.http = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(timeout)
+                .build();
+    }
+
+    public Peer of(Member member) {
+        if (member.name().equals(self.member().name())) {
+            return self;
+        }
+        return remote.computeIfAbsent(
+                member, m -> new RemotePeer(m, self.member(), http, json, timeout, token, adminToken));
+    }
+
+    public Member self() {
+        return self.member();
+    }
+}
