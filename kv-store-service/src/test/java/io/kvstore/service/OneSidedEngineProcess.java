@@ -2,12 +2,17 @@ package io.kvstore.service;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.transfer.LocalRegion;
+import io.kvstore.transfer.MemoryKind;
+import io.kvstore.transfer.Peer;
 import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.TransferEngine;
 import io.kvstore.transfer.TransferOp;
 import io.kvstore.transfer.TransferSpan;
+import io.kvstore.transfer.nixl.NixlTransferEngine;
 import io.kvstore.transfer.ucx.UcxPeer;
 import io.kvstore.transfer.ucx.UcxSettings;
 import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -18,13 +23,15 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * Stands in for an inference engine on the one-sided path, in its own JVM with its own UCX worker:
+ * Stands in for an inference engine on the one-sided path, in its own JVM with its own UCX worker or,
+ * when {@code /v1/transport} publishes NIXL agent metadata, its own NIXL agent (UCX backend):
  * {@code roundtrip} reserves slots, WRITEs its blocks into kvstore's memory, commits them with their
  * CRC32C, looks the prompt up with a lease, READs every block back from the lease's locations and
  * compares, then releases; {@code lease-and-die} takes a lease, prints its id and waits to be killed.
@@ -66,15 +73,15 @@ public final class OneSidedEngineProcess {
                 r0.get("address").asLong(),
                 r0.get("length").asLong(),
                 Base64.getDecoder().decode(r0.get("remoteKey").asString()));
-        UcxSettings settings =
-                tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
-        try (UcxTransferEngine ucx = UcxTransferEngine.create(settings);
-                UcxPeer kvstore = ucx.connect(
-                        "kvstore",
-                        Base64.getDecoder()
-                                .decode(transport.get("workerAddress").asString()));
-                LocalRegion out = ucx.allocate((long) count * block);
-                LocalRegion in = ucx.allocate((long) count * block)) {
+        boolean overNixl = transport.has("agentMetadata");
+        try (Arena arena = Arena.ofShared();
+                Side side = overNixl
+                        ? nixl(arena, transport, (long) count * block)
+                        : ucx(tls, transport, (long) count * block)) {
+            TransferEngine engine = side.engine();
+            Peer kvstore = side.kvstore();
+            LocalRegion out = side.out();
+            LocalRegion in = side.in();
             // reserve, WRITE, commit
             List<Map<String, Object>> wanted = new ArrayList<>();
             Map<String, Long> crcs = new LinkedHashMap<>();
@@ -102,7 +109,7 @@ public final class OneSidedEngineProcess {
                         slot.get("length").asInt()));
             }
             long t0 = System.nanoTime();
-            ucx.post(TransferOp.WRITE, out, kvstore, remote, writes).get(60, TimeUnit.SECONDS);
+            engine.post(TransferOp.WRITE, out, kvstore, remote, writes).get(60, TimeUnit.SECONDS);
             long writeNanos = System.nanoTime() - t0;
             JsonNode commit = post(
                     base + "/v1/namespaces/" + ns + "/blocks:commit",
@@ -135,7 +142,7 @@ public final class OneSidedEngineProcess {
                         location.get("length").asInt()));
             }
             t0 = System.nanoTime();
-            ucx.post(TransferOp.READ, in, kvstore, remote, reads).get(60, TimeUnit.SECONDS);
+            engine.post(TransferOp.READ, in, kvstore, remote, reads).get(60, TimeUnit.SECONDS);
             long readNanos = System.nanoTime() - t0;
             long mismatch = in.segment().mismatch(out.segment());
             if (mismatch != -1) {
@@ -148,10 +155,51 @@ public final class OneSidedEngineProcess {
                             + "path %s; WRITE %.1f MB/s, READ %.1f MB/s%n",
                     count,
                     stored,
-                    kvstore.path(),
+                    kvstore instanceof UcxPeer u ? u.path() : engine.backend(),
                     (double) count * block * 1e3 / writeNanos,
                     (double) count * block * 1e3 / readNanos);
         }
+    }
+
+    /** The engine's side of the one-sided path: its transfer engine, kvstore as a peer, its two buffers. */
+    private record Side(TransferEngine engine, Peer kvstore, LocalRegion out, LocalRegion in) implements AutoCloseable {
+        @Override
+        public void close() {
+            in.close();
+            out.close();
+            kvstore.close();
+            engine.close();
+        }
+    }
+
+    /** Direct UCX: a worker of its own, connected to kvstore's worker address; buffers UCX allocates. */
+    private static Side ucx(String tls, JsonNode transport, long bytes) {
+        UcxSettings settings =
+                tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
+        UcxTransferEngine ucx = UcxTransferEngine.create(settings);
+        UcxPeer kvstore = ucx.connect(
+                "kvstore",
+                Base64.getDecoder().decode(transport.get("workerAddress").asString()));
+        return new Side(ucx, kvstore, ucx.allocate(bytes), ucx.allocate(bytes));
+    }
+
+    /**
+     * NIXL: an agent of its own with the UCX backend, its buffers registered as DRAM_SEG, kvstore's
+     * agent metadata loaded; the region's descriptor comes from /v1/transport like any engine's would.
+     */
+    private static Side nixl(Arena arena, JsonNode transport, long bytes) {
+        JsonNode r0 = transport.get("regions").get(0);
+        if (!"DRAM_SEG".equals(r0.get("segmentType").asString())) {
+            fail("region published with segment type " + r0.get("segmentType"));
+        }
+        NixlTransferEngine nixl = new NixlTransferEngine(
+                "engine-" + ProcessHandle.current().pid(), Set.of("UCX"), java.time.Duration.ofSeconds(60));
+        LocalRegion out = nixl.register(arena.allocate(bytes, 4096), MemoryKind.DRAM);
+        LocalRegion in = nixl.register(arena.allocate(bytes, 4096), MemoryKind.DRAM);
+        Peer kvstore = nixl.connect(
+                "kvstore",
+                Base64.getDecoder().decode(transport.get("agentMetadata").asString()));
+        return new Side(nixl, kvstore, out, in);
     }
 
     private static void fail(String why) {

@@ -5,23 +5,21 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.ffm.ucx.Ucp;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.springframework.test.context.TestPropertySource;
 
 /**
  * The one-sided path end to end: a separate JVM with its own UCX worker (standing in for an engine)
  * reserves slots, WRITEs blocks into kvstore's DRAM tier, commits, looks the prompt up with a lease,
  * READs the blocks back in place and compares; over shared memory (one-sided RMA) and over tcp (UCX
- * active messages). Also: what HTTP then serves is the same bytes, a reservation never committed
+ * active messages). The service's data plane is forced to direct libucp here, NIXL or not; {@link
+ * OneSidedNixlPathTest} runs the same round trip over NIXL. Also: what HTTP then serves is the same bytes, a reservation never committed
  * frees its slots, and an engine that dies holding a lease has its blocks freed after the timeout.
  */
+@TestPropertySource(properties = "kvstore.transport.data-plane=ucx")
 class OneSidedPathTest extends ServiceTest {
 
     private static final int BLOCKS = 64;
@@ -35,61 +33,11 @@ class OneSidedPathTest extends ServiceTest {
     }
 
     private Process engine(String ns, int seed, String tls, String mode) throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(
-                        java,
-                        "-Xmx128m",
-                        "--enable-native-access=ALL-UNNAMED",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        OneSidedEngineProcess.class.getName(),
-                        "http://127.0.0.1:" + port,
-                        ns,
-                        Integer.toString(BLOCKS),
-                        Integer.toString(seed),
-                        tls,
-                        mode)
-                .redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
-    }
-
-    private static String output(Process p) throws Exception {
-        assertThat(p.waitFor(120, TimeUnit.SECONDS))
-                .as("engine process finished")
-                .isTrue();
-        try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            // the process logs to stdout too; its verdict is the line starting OK or FAIL
-            return out.lines()
-                    .filter(l -> l.startsWith("OK ") || l.startsWith("FAIL ") || l.startsWith("LEASE "))
-                    .collect(Collectors.joining("\n"));
-        }
+        return OneSidedEngines.start(port, ns, BLOCKS, seed, tls, mode);
     }
 
     private void roundTrip(String ns, int seed, String tls, String expectedPath) throws Exception {
-        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("one-sided"))
-                        .statusCode())
-                .isIn(200, 201);
-        Process p = engine(ns, seed, tls, "roundtrip");
-        String out = output(p);
-        System.out.println("engine process (" + (tls.isEmpty() ? "UCX default transports" : tls) + "): " + out);
-        assertThat(p.exitValue()).as(out).isZero();
-        assertThat(out).startsWith("OK " + BLOCKS + " blocks").contains("path " + expectedPath);
-
-        // what the engine wrote in place is what HTTP serves
-        int[] tokens = TestLayout.tokens(BLOCKS, seed);
-        List<BlockHash> hashes = TestLayout.hashes(tokens);
-        var fetched = http.fetch(ns, "{\"blockHashes\":" + Http.hexList(hashes) + "}");
-        assertThat(fetched.statusCode()).isEqualTo(200);
-        var frames = java.nio.ByteBuffer.wrap(fetched.body());
-        List<byte[]> blocks = TestLayout.blocks(BLOCKS, seed);
-        for (int i = 0; i < BLOCKS; i++) {
-            frames.position(frames.position() + 1 + hashes.get(i).length());
-            int parentLength = frames.get() & 0xff;
-            frames.position(frames.position() + parentLength);
-            byte[] data = new byte[frames.getInt()];
-            frames.get(data);
-            assertThat(data).as("block %d", i).isEqualTo(blocks.get(i));
-        }
+        OneSidedEngines.roundTrip(http, port, ns, BLOCKS, seed, tls, expectedPath);
     }
 
     @Test
@@ -113,32 +61,7 @@ class OneSidedPathTest extends ServiceTest {
     @Test
     void anEngineThatDiesHoldingALeaseHasItsBlocksFreedAfterTheTimeout() throws Exception {
         roundTrip("onesided-dies", 23, "sm", "RMA");
-        Process p = engine("onesided-dies", 23, "", "lease-and-die");
-        String line;
-        try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            do {
-                line = out.readLine();
-            } while (line != null && !line.startsWith("LEASE ") && !line.startsWith("FAIL "));
-            assertThat(line).startsWith("LEASE ").endsWith(" " + BLOCKS);
-            String leaseId = line.split(" ")[1];
-            assertThat(http.get("/v1/leases/" + leaseId).statusCode()).isEqualTo(200);
-            // held: the namespace's blocks cannot be deleted
-            assertThat(http.send("DELETE", "/v1/namespaces/onesided-dies", null, null)
-                            .statusCode())
-                    .isEqualTo(409);
-            p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (http.get("/v1/leases/" + leaseId).statusCode() == 200 && System.nanoTime() < deadline) {
-                Thread.sleep(100);
-            }
-            assertThat(http.get("/v1/leases/" + leaseId).statusCode()).isEqualTo(404);
-            var deleted = http.send("DELETE", "/v1/namespaces/onesided-dies", null, null);
-            assertThat(deleted.statusCode()).isEqualTo(200);
-            assertThat(deleted.body()).contains("\"deletedBlocks\":" + BLOCKS);
-        } finally {
-            p.destroyForcibly();
-        }
+        OneSidedEngines.leaseDieAndExpire(http, port, "onesided-dies", BLOCKS, 23);
     }
 
     @Test

@@ -8,7 +8,7 @@ import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
-/** One real server (random port, small tiers, 2 s leases) shared by the API test classes. */
+/** One real server (random port, small tiers, 2 s leases) shared by the API test classes with the same properties. */
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = {
@@ -24,21 +24,17 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 abstract class ServiceTest {
 
-    static final Path DATA_DIR;
-
-    static {
-        try {
-            DATA_DIR = Files.createTempDirectory("kvstore-service-test");
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     static final String[] ADMIN = {"Authorization", "Bearer secret"};
 
+    /**
+     * A data directory per server: Spring calls this once for each context it starts, and subclasses
+     * with their own properties (the one-sided tests forcing a data plane) get a server of their own,
+     * which cannot share the first one's NVMe index.
+     */
     @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
+    static void dataDir(DynamicPropertyRegistry registry) throws java.io.IOException {
+        Path dir = Files.createTempDirectory("kvstore-service-test");
+        registry.add("kvstore.data-dir", dir::toString);
     }
 
     @LocalServerPort

@@ -13,11 +13,15 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.transport.BackendProbe;
+import io.kvstore.service.transport.TransportService;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -35,13 +39,19 @@ public class AdminController {
     private final NamespaceRegistry namespaces;
     private final BlockService blocks;
     private final BackendProbe backends;
+    private final TransportService transport;
 
     public AdminController(
-            TierEngine engine, NamespaceRegistry namespaces, BlockService blocks, BackendProbe backends) {
+            TierEngine engine,
+            NamespaceRegistry namespaces,
+            BlockService blocks,
+            BackendProbe backends,
+            TransportService transport) {
         this.engine = engine;
         this.namespaces = namespaces;
         this.blocks = blocks;
         this.backends = backends;
+        this.transport = transport;
     }
 
     /** A tier's policy and watermarks, as read and as written. */
@@ -93,6 +103,26 @@ public class AdminController {
 
     /** {@code POST /admin/unpin}: how many of the named blocks were unpinned. */
     public record Unpinned(int unpinnedBlocks) {}
+
+    /**
+     * One {@code DYN_KVBM_NIXL_BACKEND_*} backend: whether it is enabled, where that came from, and
+     * whether it can run here (through NIXL, or its direct fallback) with the detail.
+     */
+    public record BackendView(boolean enabled, String source, boolean available, String detail) {}
+
+    /**
+     * {@code GET /admin/backends}: the resolved backends and the library the one-sided path runs on.
+     *
+     * @param enabled the backends in use
+     * @param summary the start-up log line
+     * @param backends every named backend
+     * @param dataPlane NIXL or direct UCX, and why
+     */
+    public record Backends(
+            Set<String> enabled,
+            String summary,
+            Map<String, BackendView> backends,
+            TransportService.DataPlaneView dataPlane) {}
 
     @GetMapping("/tiers")
     public Tiers tiers() {
@@ -189,21 +219,21 @@ public class AdminController {
     }
 
     @GetMapping("/backends")
-    public Map<String, Object> backends() {
+    public Backends backends() {
         var resolved = backends.resolved();
-        Map<String, Object> each = new LinkedHashMap<>();
+        Map<String, BackendView> each = new TreeMap<>();
         for (String name : resolved.sources().keySet()) {
             var availability = BackendProbe.availability(name);
-            Map<String, Object> b = new LinkedHashMap<>();
-            b.put(
-                    "enabled",
-                    resolved.enabled().contains(name) || resolved.unavailable().containsKey(name));
-            b.put("source", resolved.sources().get(name));
-            b.put("available", availability.available());
-            b.put("detail", availability.detail());
-            each.put(name, b);
+            each.put(
+                    name,
+                    new BackendView(
+                            resolved.enabled().contains(name)
+                                    || resolved.unavailable().containsKey(name),
+                            resolved.sources().get(name),
+                            availability.available(),
+                            availability.detail()));
         }
-        return Map.of("enabled", resolved.enabled(), "summary", resolved.summary(), "backends", each);
+        return new Backends(resolved.enabled(), resolved.summary(), each, transport.dataPlane());
     }
 
     private List<BlockKey> keys(PinRequest request) {

@@ -140,16 +140,33 @@ public record KvStoreProperties(
             @DefaultValue("false") boolean requireBackends) {}
 
     /**
-     * The one-sided data plane: the DRAM tier's memory registered with UCX so engines READ leased blocks
-     * and WRITE reserved slots without the service copying them.
+     * The one-sided data plane: the DRAM tier's memory registered with a NIXL agent or a UCX worker so
+     * engines READ leased blocks and WRITE reserved slots without the service copying them.
      *
      * @param enabled false serves blocks over HTTP only; reserve answers 503
-     * @param ucxTls UCX transports for this process ({@code UCX_TLS}); empty keeps UCX's choice or the
-     *     environment's, e.g. {@code sm} on one host, {@code tcp} across hosts, {@code rc,sm} with RDMA
+     * @param ucxTls UCX transports for the direct UCX worker ({@code UCX_TLS}); empty keeps UCX's choice or
+     *     the environment's, e.g. {@code sm} on one host, {@code tcp} across hosts, {@code rc,sm} with RDMA.
+     *     NIXL's UCX backend reads {@code UCX_TLS} from the environment
+     * @param dataPlane {@code auto} (NIXL when NIXL and its UCX plugin load, else direct libucp),
+     *     {@code nixl} or {@code ucx} to force one; a forced plane that cannot start stops start-up
      */
     public record Transport(
             @DefaultValue("true") boolean enabled,
-            @NotNull @DefaultValue("") String ucxTls) {}
+            @NotNull @DefaultValue("") String ucxTls,
+            @NotNull @DefaultValue("auto") DataPlane dataPlane) {
+
+        /** {@code kvstore.transport.data-plane}: {@code auto} picks NIXL when it loads; the others force one. */
+        public enum DataPlane {
+            AUTO,
+            NIXL,
+            UCX;
+
+            @Override
+            public String toString() {
+                return name().toLowerCase(java.util.Locale.ROOT);
+            }
+        }
+    }
 
     /**
      * The same-host data path: the DRAM tier lives in a file on a memory file system that local engines

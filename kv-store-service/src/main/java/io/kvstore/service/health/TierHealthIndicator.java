@@ -2,7 +2,8 @@ package io.kvstore.service.health;
 
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierStats;
-import io.kvstore.service.admin.BackendProbe;
+import io.kvstore.service.transport.BackendProbe;
+import io.kvstore.service.transport.TransportService;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.springframework.boot.health.contributor.Health;
@@ -11,17 +12,20 @@ import org.springframework.stereotype.Component;
 
 /**
  * {@code /actuator/health} component {@code kvstore}: each tier (provider, capacity, use, blocks,
- * emulated memory labelled as such) and the resolved data-plane backends. Up while the engine answers.
+ * emulated memory labelled as such), the resolved data-plane backends and the library the one-sided
+ * path runs on (NIXL or direct UCX). Up while the engine answers.
  */
 @Component("kvstore")
 public class TierHealthIndicator implements HealthIndicator {
 
     private final TierEngine engine;
     private final BackendProbe backends;
+    private final TransportService transport;
 
-    public TierHealthIndicator(TierEngine engine, BackendProbe backends) {
+    public TierHealthIndicator(TierEngine engine, BackendProbe backends, TransportService transport) {
         this.engine = engine;
         this.backends = backends;
+        this.transport = transport;
     }
 
     @Override
@@ -41,6 +45,10 @@ public class TierHealthIndicator implements HealthIndicator {
         b.put("enabled", resolved.enabled());
         b.put("unavailable", resolved.unavailable());
         b.put("summary", resolved.summary());
-        return Health.up().withDetail("tiers", tiers).withDetail("backends", b).build();
+        return Health.up()
+                .withDetail("tiers", tiers)
+                .withDetail("backends", b)
+                .withDetail("dataPlane", transport.dataPlane())
+                .build();
     }
 }

@@ -172,7 +172,7 @@ public class OneSidedController {
             metrics.transfer(
                     "ENGINE",
                     TransportService.TIER.name(),
-                    "UCX",
+                    transport.backend(),
                     (long) report.committed().size() * spec.blockBytes(),
                     System.nanoTime() - start);
         }

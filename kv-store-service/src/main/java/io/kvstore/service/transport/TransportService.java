@@ -1,10 +1,12 @@
 package io.kvstore.service.transport;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import io.kvstore.block.TierId;
 import io.kvstore.ffm.ucx.Ucp;
-import io.kvstore.service.admin.BackendProbe;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.TransportUnavailableException;
+import io.kvstore.service.transport.DataPlaneChoice.Decision;
+import io.kvstore.service.transport.DataPlaneChoice.Plane;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -12,26 +14,35 @@ import io.kvstore.tier.memory.UcxSharedMemoryProvider;
 import io.kvstore.transfer.LocalRegion;
 import io.kvstore.transfer.MemoryKind;
 import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.TransferEngine;
+import io.kvstore.transfer.nixl.NixlTransferEngine;
 import io.kvstore.transfer.ucx.UcxSettings;
 import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.time.Duration;
 import java.util.Base64;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The one-sided data plane: a UCX worker with the DRAM tier's whole memory registered, so an engine
- * that has the worker address and the region key READs leased blocks and WRITEs reserved slots in place.
- * Started when UCX is among the selected backends and libucp loads; otherwise every one-sided call is
- * refused with the reason, and blocks still travel over HTTP.
+ * The one-sided data plane: the DRAM tier's whole memory registered with a NIXL agent (NIXL's UCX
+ * backend, the region as {@code DRAM_SEG}) or with a direct UCX worker, so an engine that has the
+ * agent's metadata or the worker's address and the region's descriptor READs leased blocks and WRITEs
+ * reserved slots in place. {@link DataPlaneChoice} picks the library once at start-up; when neither can
+ * run, every one-sided call is refused with the reason and blocks still travel over HTTP.
  */
 public final class TransportService implements AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(TransportService.class);
+    private static final AtomicInteger AGENTS = new AtomicInteger();
 
     /** The tier whose memory peers reach: DRAM is the one tier every configuration has. */
     public static final TierId TIER = TierId.DRAM;
 
+    private final Decision decision;
+    private final TransferEngine engine;
     private final UcxTransferEngine ucx;
     private final String unavailableReason;
     /** The region UCX allocated for the DRAM tier, when the tier's memory came from it. */
@@ -40,33 +51,65 @@ public final class TransportService implements AutoCloseable {
     private volatile LocalRegion region;
     private boolean ownsRegion;
 
-    /** A region as engines address it: the tier, its address in this process, length and packed key. */
-    public record RegionView(String tier, long address, long length, String remoteKey) {}
+    /**
+     * A region as engines address it: the tier, its address in this process, length and key; over NIXL
+     * also the segment type and device id an engine's NIXL agent puts in its remote descriptors.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record RegionView(
+            String tier, long address, long length, String remoteKey, String segmentType, Long deviceId) {}
 
-    /** What {@code GET /v1/transport} answers. */
-    @com.fasterxml.jackson.annotation.JsonInclude(com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL)
+    /**
+     * What {@code GET /v1/transport} answers: over direct UCX the worker address, over NIXL the agent's
+     * metadata (for {@code loadRemoteMD}); both base64.
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
     public record View(
-            String backend, boolean available, String reason, String workerAddress, List<RegionView> regions) {}
+            String backend,
+            String dataPlane,
+            boolean available,
+            String reason,
+            String workerAddress,
+            String agentMetadata,
+            List<RegionView> regions) {}
 
-    /** Starts the UCX worker when UCX is selected and loads; the DRAM tier is attached once it exists. */
+    /** The data plane as health and {@code /admin/backends} show it. */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record DataPlaneView(String plane, String backend, boolean available, String reason, String decision) {}
+
+    /** Starts the chosen data plane; the DRAM tier is attached once it exists. */
     public TransportService(KvStoreProperties properties, BackendProbe backends) {
-        String reason = null;
-        if (!properties.transport().enabled()) {
-            reason = "the one-sided transport is disabled (kvstore.transport.enabled=false)";
-        } else if (!backends.resolved().enabled().contains("UCX")) {
-            reason = "UCX is not among the selected backends "
-                    + backends.resolved().enabled();
-        } else if (!Ucp.isAvailable()) {
-            reason = "libucp is unavailable: " + Ucp.availability().detail();
-        }
-        UcxTransferEngine started = null;
-        if (reason == null) {
+        this(
+                properties,
+                DataPlaneChoice.decide(
+                        properties.transport().enabled(),
+                        backends.resolved().enabled().contains("UCX"),
+                        properties.transport().dataPlane(),
+                        BackendProbe.nixlAvailability("UCX"),
+                        Ucp.availability()));
+    }
+
+    TransportService(KvStoreProperties properties, Decision decision) {
+        this.decision = decision;
+        log.info(decision.summary());
+        String reason = decision.enabled() ? null : decision.why();
+        TransferEngine started = null;
+        UcxTransferEngine direct = null;
+        if (decision.plane() == Plane.NIXL) {
+            String agent = "kvstore-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet();
+            try {
+                started = new NixlTransferEngine(agent, Set.of("UCX"), Duration.ofSeconds(60));
+            } catch (RuntimeException e) {
+                reason = "NIXL failed to start: " + e.getMessage();
+            }
+        } else if (decision.plane() == Plane.UCX) {
             UcxSettings settings = UcxSettings.defaults();
             if (!properties.transport().ucxTls().isBlank()) {
                 settings = settings.withTransports(properties.transport().ucxTls());
             }
             try {
-                started = UcxTransferEngine.create(settings);
+                direct = UcxTransferEngine.create(settings);
+                started = direct;
             } catch (RuntimeException e) {
                 reason = "UCX failed to start: " + e.getMessage();
             }
@@ -74,14 +117,15 @@ public final class TransportService implements AutoCloseable {
         if (reason != null) {
             log.info("one-sided transport unavailable: {}; blocks travel over HTTP only", reason);
         }
-        this.ucx = started;
+        this.engine = started;
+        this.ucx = direct;
         this.unavailableReason = reason;
     }
 
     /**
-     * The memory provider for the DRAM tier: for {@code host} with the transport on, host memory that UCX
-     * allocates as a shared segment (peers on this host then copy straight into and out of it); otherwise
-     * the provider configured.
+     * The memory provider for the DRAM tier: over direct UCX with {@code host} configured, host memory
+     * that UCX allocates as a shared segment (peers on this host then copy straight into and out of it);
+     * otherwise the provider configured (NIXL registers whatever memory the tier has).
      */
     public MemoryProvider dramProvider(String configured) {
         if (ucx != null && HostMemoryProvider.NAME.equals(configured)) {
@@ -96,25 +140,28 @@ public final class TransportService implements AutoCloseable {
 
     /** Publishes the DRAM tier to peers: its UCX-allocated region, or its memory registered now. */
     public void attach(MemoryTier dram) {
-        if (ucx == null) {
+        if (engine == null) {
             return;
         }
         LocalRegion shared = allocated;
         if (shared != null && shared.segment().address() == dram.region().address()) {
             region = shared;
         } else {
-            region = ucx.register(dram.region(), MemoryKind.DRAM);
+            region = engine.register(dram.region(), MemoryKind.DRAM);
             ownsRegion = true;
         }
         log.info(
-                "one-sided transport: UCX worker with the {} MiB {} tier {}",
+                "one-sided transport: {} with the {} MiB {} tier {}",
+                engine.backend(),
                 dram.region().byteSize() >> 20,
                 TIER,
-                ownsRegion ? "registered" : "in UCX shared memory");
+                decision.plane() == Plane.NIXL
+                        ? "registered as DRAM_SEG"
+                        : ownsRegion ? "registered" : "in UCX shared memory");
     }
 
     public boolean available() {
-        return ucx != null && region != null;
+        return engine != null && region != null;
     }
 
     /** @throws TransportUnavailableException with the reason when there is no one-sided transport */
@@ -125,21 +172,42 @@ public final class TransportService implements AutoCloseable {
         }
     }
 
+    /** The backend label for metrics: {@code NIXL/UCX} or {@code UCX}. */
+    public String backend() {
+        return engine != null ? engine.backend() : "UCX";
+    }
+
+    public DataPlaneView dataPlane() {
+        return new DataPlaneView(
+                decision.plane() == null ? "none" : decision.plane().name(),
+                engine == null ? null : engine.backend(),
+                available(),
+                available() ? null : unavailableReason == null ? "the DRAM tier is not attached" : unavailableReason,
+                decision.summary());
+    }
+
     public View view() {
+        String plane = decision.plane() == null ? "none" : decision.plane().name();
         if (!available()) {
-            return new View("UCX", false, unavailableReason, null, List.of());
+            return new View(backend(), plane, false, dataPlane().reason(), null, null, List.of());
         }
         RemoteRegion r = region.describe();
+        String address = Base64.getEncoder().encodeToString(engine.localAddress());
+        boolean nixl = decision.plane() == Plane.NIXL;
         return new View(
-                ucx.backend(),
+                engine.backend(),
+                plane,
                 true,
                 null,
-                Base64.getEncoder().encodeToString(ucx.localAddress()),
+                nixl ? null : address,
+                nixl ? address : null,
                 List.of(new RegionView(
                         TIER.name(),
                         r.address(),
                         r.length(),
-                        Base64.getEncoder().encodeToString(r.remoteKey()))));
+                        Base64.getEncoder().encodeToString(r.remoteKey()),
+                        nixl ? "DRAM_SEG" : null,
+                        nixl ? 0L : null)));
     }
 
     /** The address a peer uses for {@code offset} bytes into the registered tier. */
@@ -150,11 +218,11 @@ public final class TransportService implements AutoCloseable {
 
     @Override
     public void close() {
-        if (ucx != null) {
+        if (engine != null) {
             if (ownsRegion && region != null) {
                 region.close();
             }
-            ucx.close(); // a UCX-allocated tier region was freed with its tier, which closes first
+            engine.close(); // a UCX-allocated tier region was freed with its tier, which closes first
         }
     }
 }

@@ -1,4 +1,4 @@
-package io.kvstore.service.admin;
+package io.kvstore.service.transport;
 
 import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.ucx.Ucp;
@@ -35,6 +35,11 @@ public final class BackendProbe {
     }
 
     private static final NixlBackendProbe NIXL = NixlBackendProbe.ofThisMachine();
+
+    /** A backend's availability through NIXL alone (libnixl_capi and the backend's plugin), no fallback. */
+    public static Availability nixlAvailability(String backend) {
+        return NIXL.probe(backend);
+    }
 
     /** A backend's availability: through NIXL when it has the backend, else the direct fallback if one exists. */
     public static Availability availability(String backend) {
