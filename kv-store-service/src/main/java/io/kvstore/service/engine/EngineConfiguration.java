@@ -1,10 +1,13 @@
 package io.kvstore.service.engine;
 
 import io.kvstore.block.TierId;
+import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.BodySizeLimitFilter;
+import io.kvstore.service.events.EngineEventsTee;
+import io.kvstore.service.events.KvEventPublisher;
 import io.kvstore.service.local.LocalDataPath;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
@@ -28,6 +31,7 @@ import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -48,7 +52,11 @@ public class EngineConfiguration {
 
     @Bean(destroyMethod = "close")
     TierEngine tierEngine(
-            KvStoreProperties properties, EngineMetrics metrics, TransportService transport, LocalDataPath local)
+            KvStoreProperties properties,
+            EngineMetrics metrics,
+            TransportService transport,
+            LocalDataPath local,
+            ObjectProvider<KvEventPublisher> kvEvents)
             throws IOException {
         List<BlockTier> tiers = new ArrayList<>();
         SharedFileMemoryProvider shared = null;
@@ -81,7 +89,9 @@ public class EngineConfiguration {
             tiers.forEach(BlockTier::close);
             throw e;
         }
-        TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), metrics, Clock.systemUTC());
+        KvEventPublisher publisher = kvEvents.getIfAvailable();
+        EngineEvents events = publisher == null ? metrics : new EngineEventsTee(metrics, publisher);
+        TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), events, Clock.systemUTC());
         MemoryTier dramTier = (MemoryTier) engine.tier(TierId.DRAM);
         if (shared != null && shared.file() != null) {
             local.attach(shared.file(), dramTier.region().byteSize(), shared.group());

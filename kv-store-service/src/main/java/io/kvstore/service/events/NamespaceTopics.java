@@ -1,0 +1,60 @@
+package io.kvstore.service.events;
+
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.function.Function;
+
+/**
+ * Maps a namespace to the topic its events go out on and to the block size they carry. The topic template
+ * names the namespace ({@code {namespace}}), its declared model ({@code {model}}, the namespace's name when
+ * undeclared) and this host ({@code {host}}), so a router tells models apart by topic as llm-d does with
+ * {@code kv@<pod>@<model>}. What a namespace resolved to is kept, so the removals that follow a namespace's
+ * deletion go out on the same topic as its stores. Used by the publisher thread only.
+ */
+final class NamespaceTopics {
+
+    /** What the publisher needs of a namespace declaration. */
+    record Declared(String model, int blockSize) {}
+
+    /** A namespace's topic (UTF-8) and the {@code block_size} of its events. */
+    record Resolved(byte[] topic, int blockSize, Declared declared) {}
+
+    private final String template;
+    private final String host;
+    private final Function<String, Declared> declarations;
+    private final Map<String, Resolved> known = new HashMap<>();
+
+    /**
+     * @param declarations the namespace's declaration, or null when it is not declared
+     */
+    NamespaceTopics(String template, String host, Function<String, Declared> declarations) {
+        this.template = template;
+        this.host = host;
+        this.declarations = declarations;
+    }
+
+    Resolved resolve(String namespace) {
+        Resolved cached = known.get(namespace);
+        Declared now = declarations.apply(namespace);
+        if (cached != null && (now == null || now.equals(cached.declared()))) {
+            return cached;
+        }
+        String model = now != null ? now.model() : namespace;
+        String topic = template.replace("{namespace}", namespace)
+                .replace("{model}", model)
+                .replace("{host}", host);
+        Resolved r = new Resolved(topic.getBytes(StandardCharsets.UTF_8), now != null ? now.blockSize() : 0, now);
+        known.put(namespace, r);
+        return r;
+    }
+
+    /** Every topic events have gone out on, for {@code AllBlocksCleared}. */
+    Iterable<byte[]> topics() {
+        Map<String, byte[]> distinct = new HashMap<>();
+        for (Resolved r : known.values()) {
+            distinct.putIfAbsent(new String(r.topic(), StandardCharsets.UTF_8), r.topic());
+        }
+        return distinct.values();
+    }
+}

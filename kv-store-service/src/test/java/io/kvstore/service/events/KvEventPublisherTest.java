@@ -1,0 +1,227 @@
+package io.kvstore.service.events;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.zeromq.SocketType;
+import org.zeromq.ZContext;
+import org.zeromq.ZMQ;
+
+/**
+ * The KV event stream, read by subscribers on real loopback sockets, tells the same story as the catalog:
+ * stores, demotions, evictions, deletes and a namespace's deletion, in order, sequence numbers without
+ * gaps; late joiners catch up through replay; a subscriber that never reads does not hold stores back; an
+ * overflowing queue ends in {@code AllBlocksCleared} and a view that claims nothing that is gone.
+ */
+class KvEventPublisherTest {
+
+    private static final Duration WAIT = Duration.ofSeconds(60);
+    private static final int BLOCK = 16 * 1024;
+    private static final Map<TierId, String> MEDIUM = Map.of(TierId.HBM, "GPU", TierId.DRAM, "CPU");
+
+    @ParameterizedTest
+    @EnumSource(EventEncoding.class)
+    void theEventStreamTellsTheCatalogsStory(EventEncoding encoding) throws Exception {
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(100_000, Duration.ofMillis(5), encoding, 100_000), BLOCK, 8, 24);
+                TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            sub.awaitConnected(e, WAIT);
+            List<BlockKey> keys = new ArrayList<>();
+            for (int i = 0; i < 20; i++) {
+                keys.add(e.store("a", i)); // past HBM's high watermark: demotions to DRAM
+            }
+            for (int i = 0; i < 6; i++) {
+                keys.add(e.store("b", i));
+            }
+            e.engine.awaitMoves();
+            e.engine.evict(TierId.DRAM, 0, 3); // dropped: no tier below
+            e.engine.delete(keys.get(19));
+            e.engine.deleteNamespace("b");
+            e.awaitPublished(WAIT);
+            long last = e.publisher.lastSeq();
+            sub.awaitSeq(last, WAIT);
+
+            List<DecodedBatch> live = sub.live();
+            List<DecodedBatch> stream = new ArrayList<>(sub.replay(0).stream()
+                    .filter(b -> b.seq() < live.getFirst().seq())
+                    .toList()); // what a subscriber that joined late would have asked for
+            stream.addAll(live);
+            EventLedger ledger = new EventLedger();
+            ledger.apply(stream);
+            assertThat(ledger.errors).isEmpty();
+            assertThat(ledger.nextSeq).isEqualTo(last + 1);
+            for (TierId tier : List.of(TierId.HBM, TierId.DRAM)) {
+                assertThat(ledger.held("kv@test@model-a", MEDIUM.get(tier)))
+                        .as("namespace a in %s", tier)
+                        .isEqualTo(EventLedger.inCatalog(e.engine, keys, "a", tier));
+                assertThat(ledger.held("kv@test@b", MEDIUM.get(tier)))
+                        .as("deleted namespace b in %s", tier)
+                        .isEmpty();
+            }
+            assertThat(ledger.held("kv@test@model-a", "CPU"))
+                    .as("demotions reached DRAM")
+                    .isNotEmpty();
+            assertThat(stream.stream().flatMap(b -> b.events().stream()).map(DecodedBatch.Event::type))
+                    .contains("BlockStored", "BlockRemoved")
+                    .doesNotContain("AllBlocksCleared");
+            DecodedBatch.Event firstOfA = stream.stream()
+                    .filter(b -> b.topic().equals("kv@test@model-a"))
+                    .findFirst()
+                    .orElseThrow()
+                    .events()
+                    .getFirst();
+            assertThat(firstOfA.blockSize()).as("declared block size").isEqualTo(16);
+            assertThat(firstOfA.parent()).as("first block has no parent").isNull();
+            assertThat(e.registry.get("kvstore.events.published").counter().count())
+                    .isEqualTo((double) e.reported());
+            assertThat(e.dropped()).isZero();
+        }
+    }
+
+    @Test
+    void aLateJoinerCatchesUpThroughReplayThenFollowsLive() throws Exception {
+        try (EventedEngine e = new EventedEngine(
+                EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100_000), BLOCK, 64, 64)) {
+            List<BlockKey> keys = new ArrayList<>();
+            for (int i = 0; i < 30; i++) {
+                keys.add(e.store("a", i));
+            }
+            e.awaitPublished(WAIT);
+            long before = e.publisher.lastSeq();
+            assertThat(before).isGreaterThanOrEqualTo(0);
+            try (TestSubscriber late = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+                late.awaitConnected(e, WAIT);
+                for (int i = 30; i < 40; i++) {
+                    keys.add(e.store("a", i));
+                }
+                e.awaitPublished(WAIT);
+                late.awaitSeq(e.publisher.lastSeq(), WAIT);
+                List<DecodedBatch> live = late.live();
+                List<DecodedBatch> replayed = late.replay(0);
+                assertThat(replayed.getFirst().seq()).isZero();
+                assertThat(replayed.getLast().seq()).isEqualTo(e.publisher.lastSeq());
+                List<DecodedBatch> stream = new ArrayList<>(replayed.stream()
+                        .filter(b -> b.seq() < live.getFirst().seq())
+                        .toList());
+                stream.addAll(live);
+                EventLedger ledger = new EventLedger();
+                ledger.apply(stream);
+                assertThat(ledger.errors).isEmpty();
+                assertThat(ledger.held("kv@test@model-a", "GPU"))
+                        .hasSize(40)
+                        .isEqualTo(EventLedger.inCatalog(e.engine, keys, "a", TierId.HBM));
+                assertThat(late.replay(before + 1))
+                        .as("replay from a later seq")
+                        .allSatisfy(b -> assertThat(b.seq()).isGreaterThan(before));
+                assertThat(e.registry
+                                .get("kvstore.events.replay.requests")
+                                .counter()
+                                .count())
+                        .isEqualTo(2.0);
+            }
+        }
+    }
+
+    @Test
+    void aSubscriberThatNeverReadsDoesNotHoldStoresBack() throws Exception {
+        int blocks = 4_000;
+        long withoutEvents;
+        try (EventedEngine quiet = new EventedEngine(
+                EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100), 4096, 8192, 64)) {
+            withoutEvents = timeStores(quiet, "warm", blocks); // the same stores, nobody listening
+        }
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100), 4096, 8192, 64);
+                ZContext context = new ZContext(1);
+                TestSubscriber reader = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            ZMQ.Socket stuck = context.createSocket(SocketType.SUB);
+            stuck.setRcvHWM(1);
+            stuck.connect(e.publisher.endpoint());
+            stuck.subscribe(new byte[0]); // and never reads
+            reader.awaitConnected(e, WAIT);
+            long withStuckSubscriber = timeStores(e, "a", blocks);
+            e.awaitPublished(WAIT);
+            reader.awaitSeq(e.publisher.lastSeq(), WAIT);
+            assertThat(e.dropped()).isZero();
+            assertThat(reader.live().stream()
+                            .filter(b -> b.topic().equals("kv@test@model-a"))
+                            .mapToLong(b -> b.events().size())
+                            .sum())
+                    .as("the subscriber that reads got every event")
+                    .isEqualTo(blocks);
+            assertThat(withStuckSubscriber)
+                    .as(
+                            "stores with a stuck subscriber (%d ms) vs no subscriber (%d ms)",
+                            withStuckSubscriber / 1_000_000, withoutEvents / 1_000_000)
+                    .isLessThan(5 * withoutEvents + Duration.ofSeconds(2).toNanos());
+        }
+    }
+
+    @Test
+    void anOverflowingQueueIsCountedAndEndsInAllBlocksCleared() throws Exception {
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(16, Duration.ofMillis(500), EventEncoding.ARRAY, 100_000),
+                        BLOCK,
+                        256,
+                        64);
+                TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            sub.awaitConnected(e, WAIT);
+            List<BlockKey> keys = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                keys.add(e.store("a", i));
+            }
+            for (int i = 0; i < 100; i += 2) {
+                e.engine.delete(keys.get(i));
+            }
+            e.awaitPublished(WAIT);
+            sub.awaitSeq(e.publisher.lastSeq(), WAIT);
+            assertThat(e.dropped()).as("changes beyond a queue of 16").isPositive();
+            assertThat(e.registry.get("kvstore.events.cleared").counter().count())
+                    .isPositive();
+            List<DecodedBatch> stream = new ArrayList<>(sub.replay(0));
+            assertThat(stream.stream().flatMap(b -> b.events().stream()))
+                    .anyMatch(ev -> ev.type().equals("AllBlocksCleared"));
+            EventLedger ledger = new EventLedger();
+            ledger.apply(stream);
+            assertThat(ledger.errors).isEmpty();
+            assertThat(EventLedger.inCatalog(e.engine, keys, "a", TierId.HBM))
+                    .as("after the clear the view holds only blocks that are there")
+                    .containsAll(ledger.held("kv@test@model-a", "GPU"));
+        }
+    }
+
+    @Test
+    void aMalformedReplayRequestIsIgnoredAndTheSocketKeepsAnswering() throws Exception {
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(1000, Duration.ofMillis(5), EventEncoding.ARRAY, 1000), BLOCK, 8, 8);
+                ZContext context = new ZContext(1);
+                TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            e.store("a", 0);
+            e.awaitPublished(WAIT);
+            try (ZMQ.Socket dealer = context.createSocket(SocketType.DEALER)) {
+                dealer.connect(e.publisher.replayEndpoint());
+                dealer.send(new byte[0], ZMQ.SNDMORE);
+                dealer.send(new byte[] {1, 2, 3}, 0); // not an 8-byte sequence number
+            }
+            assertThat(sub.replay(0)).hasSize(1);
+            assertThat(ByteBuffer.wrap(EventSockets.seqBytes(-1)).getLong()).isEqualTo(-1);
+        }
+    }
+
+    private static long timeStores(EventedEngine e, String namespace, int blocks) throws Exception {
+        long start = System.nanoTime();
+        for (int i = 0; i < blocks; i++) {
+            e.store(namespace, i);
+        }
+        return System.nanoTime() - start;
+    }
+}
