@@ -100,11 +100,14 @@ public class EngineController {
         var match = blocks.lookup(request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
         var result = match.result();
         Lease lease = match.lease();
+        List<String> answered = Boolean.TRUE.equals(request.allHashes())
+                ? hashes.stream().map(BlockHash::hex).toList()
+                : result.blocks().stream().map(k -> k.hash().hex()).toList();
         return new LookupResponse(
                 request.namespace(),
                 result.matchedBlocks(),
                 (long) result.matchedBlocks() * spec.blockSize(),
-                result.blocks().stream().map(k -> k.hash().hex()).toList(),
+                answered,
                 result.tiers().stream().map(TierId::name).toList(),
                 lease == null
                         ? null
@@ -175,13 +178,6 @@ public class EngineController {
     }
 
     static ExtraKeys extraKeys(LookupRequest.ExtraKeysJson json) {
-        if (json == null) {
-            return ExtraKeys.NONE;
-        }
-        try {
-            return new ExtraKeys(json.lora(), json.cacheSalt(), json.more());
-        } catch (IllegalArgumentException e) {
-            throw new InvalidRequestException("extraKeys.more", "extraKeys.more: " + e.getMessage());
-        }
+        return ExtraKeysParser.parse(json);
     }
 }

@@ -5,8 +5,9 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * The answer to a lookup: how many leading blocks (and tokens) are stored, their hashes and tiers, and
- * the lease holding them when one was asked for.
+ * The answer to a lookup: how many leading blocks (and tokens) are stored, their hashes (every full
+ * block's when {@code allHashes} was asked for, stored or not) and tiers, and the lease holding them when
+ * one was asked for.
  */
 @JsonInclude(JsonInclude.Include.NON_NULL)
 public record LookupResponse(

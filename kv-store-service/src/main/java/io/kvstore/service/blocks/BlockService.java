@@ -9,6 +9,7 @@ import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.Lease;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
+import io.kvstore.hashing.HashInputException;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.InvalidRequestException;
@@ -88,6 +89,8 @@ public class BlockService {
         }
         try {
             return spec.hasher().hashPrompt(tokenIds, spec.blockSize(), extra);
+        } catch (HashInputException e) {
+            throw new InvalidRequestException("extraKeys." + e.field(), "extraKeys." + e.getMessage());
         } catch (IllegalArgumentException e) {
             throw new InvalidRequestException("tokenIds", "tokenIds: " + e.getMessage());
         }
