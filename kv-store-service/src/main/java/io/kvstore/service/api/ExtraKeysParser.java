@@ -10,11 +10,11 @@ import java.util.HexFormat;
 import java.util.List;
 
 /** Turns a lookup's {@code extraKeys} JSON into {@link ExtraKeys}, naming the field at fault on bad input. */
-final class ExtraKeysParser {
+public final class ExtraKeysParser {
 
     private ExtraKeysParser() {}
 
-    static ExtraKeys parse(LookupRequest.ExtraKeysJson json) {
+    public static ExtraKeys parse(LookupRequest.ExtraKeysJson json) {
         if (json == null) {
             return ExtraKeys.NONE;
         }

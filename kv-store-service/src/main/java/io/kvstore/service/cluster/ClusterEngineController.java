@@ -3,6 +3,7 @@ package io.kvstore.service.cluster;
 import io.kvstore.block.BlockHash;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.service.api.EngineResponses;
+import io.kvstore.service.api.ExtraKeysParser;
 import io.kvstore.service.api.FetchRequest;
 import io.kvstore.service.api.LookupRequest;
 import io.kvstore.service.api.NamespaceView;
@@ -159,13 +160,6 @@ public class ClusterEngineController {
     }
 
     static ExtraKeys extraKeys(LookupRequest.ExtraKeysJson json) {
-        if (json == null) {
-            return ExtraKeys.NONE;
-        }
-        try {
-            return new ExtraKeys(json.lora(), json.cacheSalt(), json.more());
-        } catch (IllegalArgumentException e) {
-            throw new InvalidRequestException("extraKeys.more", "extraKeys.more: " + e.getMessage());
-        }
+        return ExtraKeysParser.parse(json);
     }
 }
