@@ -24,6 +24,7 @@ from typing import Any, Iterable, List, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ._buffers import parts as _parts
 from .errors import KvStoreError, KvStoreUnavailable, problem_error
 
 __all__ = ["KvStoreClient", "Layout", "Block", "LookupResult", "Lease", "Location", "DTYPE_BYTES"]
@@ -80,7 +81,11 @@ class Layout:
 
 @dataclass(frozen=True)
 class Block:
-    """A block to store: its hash, its bytes (any buffer) and the hash of the block before it (None first)."""
+    """A block to store: its hash, its bytes and the hash of the block before it (None for a first block).
+
+    ``data`` is one buffer (bytes-like, numpy array, CPU tensor) or a list of buffers that together form
+    the block in order (e.g. a page's K and V).
+    """
 
     hash: bytes
     data: Any
@@ -314,14 +319,15 @@ class KvStoreClient:
         """
         parts: List[Any] = []
         for b in blocks:
-            data = memoryview(b.data).cast("B")
+            pieces = _parts(b.data)
+            size = sum(p.nbytes for p in pieces)
             if len(b.hash) > 255 or (b.parent is not None and len(b.parent) > 255):
                 raise ValueError("hashes are at most 255 bytes")
             parent = b.parent or b""
             parts.append(
-                bytes((len(b.hash),)) + bytes(b.hash) + bytes((len(parent),)) + bytes(parent) + struct.pack(">I", len(data))
+                bytes((len(b.hash),)) + bytes(b.hash) + bytes((len(parent),)) + bytes(parent) + struct.pack(">I", size)
             )
-            parts.append(data)
+            parts.extend(pieces)
         path = f"/v1/namespaces/{_q(namespace)}/blocks"
         resp = self._send("PUT", path, self._headers({"Content-Type": "application/octet-stream"}), parts)
         if resp.status != 200:
@@ -331,8 +337,8 @@ class KvStoreClient:
     def fetch(self, namespace: str, hashes: Sequence[bytes], out: Optional[Sequence[Any]] = None) -> List[Any]:
         """Fetches blocks in the order asked, checking each frame names the block asked for.
 
-        Fills ``out`` (writable buffers of the block size, one per hash) when given, else returns new numpy
-        uint8 arrays. NotFound names the first block kvstore does not hold.
+        Fills ``out`` (per hash a writable buffer of the block size, or a list of buffers that together are
+        one) when given, else returns new numpy uint8 arrays. NotFound names the first block kvstore does not hold.
         """
         path = f"/v1/namespaces/{_q(namespace)}/blocks:fetch"
         body = json.dumps({"blockHashes": [_hex(h) for h in hashes]}).encode()
@@ -351,14 +357,15 @@ class KvStoreClient:
                 if got != bytes(want):
                     raise KvStoreError(f"fetch: frame {i} holds block {got.hex()}, asked for {_hex(want)}")
                 if out is not None:
-                    dst = memoryview(out[i]).cast("B")
-                    if len(dst) != length:
-                        raise ValueError(f"out[{i}] has {len(dst)} bytes, block has {length}")
                     target = out[i]
+                    pieces = _parts(target)
+                    if sum(p.nbytes for p in pieces) != length:
+                        raise ValueError(f"out[{i}] has {sum(p.nbytes for p in pieces)} bytes, block has {length}")
                 else:
                     target = np.empty(length, dtype=np.uint8)
-                    dst = memoryview(target)
-                _readinto_exact(resp, dst)
+                    pieces = [target]
+                for p in pieces:
+                    _readinto_exact(resp, memoryview(p))
                 result.append(target)
             if resp.read(1):
                 raise KvStoreError("fetch: more frames than blocks asked for")

@@ -26,6 +26,8 @@ from typing import Any, List, Optional, Sequence
 import numpy as np
 
 from . import crc32c as _crc
+from ._buffers import address as _address
+from ._buffers import parts as _parts
 from .client import Block, KvStoreClient, _hex, _q
 from .errors import ChecksumMismatch, KvStoreError, NotFound, ServiceUnavailable
 
@@ -44,31 +46,44 @@ class StoreResult:
     failed: List[tuple]
 
 
-def _address(arr: np.ndarray) -> int:
-    return arr.__array_interface__["data"][0]
-
-
-def _as_bytes_array(data: Any) -> np.ndarray:
-    if isinstance(data, np.ndarray):
-        if not data.flags.c_contiguous:
-            raise ValueError("block data must be contiguous")
-        return data.reshape(-1).view(np.uint8)
-    return np.frombuffer(memoryview(data).cast("B"), dtype=np.uint8)
-
-
-def copy_with_crc(dst: np.ndarray, src: np.ndarray, checksum_dst: bool) -> int:
-    """Copies src into dst (same length) piece by piece, returning the CRC32C of the bytes copied, taken
-    from ``dst`` (what landed) or ``src`` (what was meant) while each piece is still in cache."""
+def copy_with_crc(dst: np.ndarray, src: np.ndarray, checksum_dst: bool, crc: int = 0) -> int:
+    """Copies src into dst (same length) piece by piece, returning the CRC32C of the bytes copied (continuing
+    from ``crc``), taken from ``dst`` (what landed) or ``src`` (what was meant) while each piece is in cache."""
     n = src.nbytes
-    crc = 0
+    if not _crc.ACCELERATED:
+        np.copyto(dst, src)
+        return _crc.crc32c(dst if checksum_dst else src, crc)
     base = _address(dst if checksum_dst else src)
     for pos in range(0, n, _PIECE):
         end = min(n, pos + _PIECE)
         np.copyto(dst[pos:end], src[pos:end])
-        if _crc.ACCELERATED:
-            crc = _crc.crc32c_address(base + pos, end - pos, crc)
-    if not _crc.ACCELERATED:
-        crc = _crc.crc32c(dst if checksum_dst else src)
+        crc = _crc.crc32c_address(base + pos, end - pos, crc)
+    return crc
+
+
+def copy_in(slot: np.ndarray, data: Any) -> int:
+    """Copies a block's pieces into its slot back to back; the CRC32C of what was meant."""
+    pieces = _parts(data)
+    size = sum(p.nbytes for p in pieces)
+    if size != slot.nbytes:
+        raise ValueError(f"block has {size} bytes; the namespace's blocks have {slot.nbytes}")
+    crc, pos = 0, 0
+    for p in pieces:
+        crc = copy_with_crc(slot[pos : pos + p.nbytes], p, checksum_dst=False, crc=crc)
+        pos += p.nbytes
+    return crc
+
+
+def copy_out(slot: np.ndarray, out: Any) -> int:
+    """Copies a slot into the caller's piece(s) back to back; the CRC32C of what landed there."""
+    pieces = _parts(out)
+    size = sum(p.nbytes for p in pieces)
+    if size != slot.nbytes:
+        raise ValueError(f"the buffer has {size} bytes, the block has {slot.nbytes}")
+    crc, pos = 0, 0
+    for p in pieces:
+        crc = copy_with_crc(p, slot[pos : pos + p.nbytes], checksum_dst=True, crc=crc)
+        pos += p.nbytes
     return crc
 
 
@@ -134,11 +149,8 @@ class LocalDataPath:
             by_hash = {_hex(b.hash): b for b in blocks}
             crcs = {}
             for slot in r["slots"]:
-                src = _as_bytes_array(by_hash[slot["hash"]].data)
                 off, length = slot["offset"], slot["length"]
-                if src.nbytes != length:
-                    raise ValueError(f"block {slot['hash']} has {src.nbytes} bytes; the namespace's blocks have {length}")
-                crcs[slot["hash"]] = copy_with_crc(mem[off : off + length], src, checksum_dst=False)
+                crcs[slot["hash"]] = copy_in(mem[off : off + length], by_hash[slot["hash"]].data)
             if not r["slots"]:
                 self.client.cancel(r["reservationId"])
                 committed = True
@@ -164,7 +176,8 @@ class LocalDataPath:
     # ------------------------------------------------------------------ load
 
     def load(self, namespace: str, hashes: Sequence[bytes], out: Sequence[Any]) -> int:
-        """Copies the leading stored blocks of ``hashes`` into ``out`` (one writable buffer per hash) and
+        """Copies the leading stored blocks of ``hashes`` into ``out`` (per hash a writable buffer, or a list
+        of buffers that together are one) and
         returns how many: every one copied was checked against its CRC32C. A block that fails its check
         ends the count there (its buffer holds garbage; the caller recomputes from that block on)."""
         if not hashes:
@@ -187,11 +200,8 @@ class LocalDataPath:
                 if remote:  # keep order simple: stop the in-place run, fetch the rest over HTTP below
                     remote.append(i)
                     continue
-                dst = _as_bytes_array(out[i])
                 off, length = loc["offset"], loc["length"]
-                if dst.nbytes != length:
-                    raise ValueError(f"out[{i}] has {dst.nbytes} bytes, the block has {length}")
-                if copy_with_crc(dst, mem[off : off + length], checksum_dst=True) != loc["crc32c"]:
+                if copy_out(mem[off : off + length], out[i]) != loc["crc32c"]:
                     return loaded
                 loaded += 1
             if remote:

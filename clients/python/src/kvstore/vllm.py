@@ -1,0 +1,312 @@
+"""kvstore as a vLLM secondary offloading tier (``SecondaryTierManager``).
+
+Targets vLLM's tiering interface of ``vllm/v1/kv_offload/tiering/base.py`` at upstream commit
+5ac2684976ee22c04fe0d2f968c6cf6096b383f2 (2026-08-07; the tiering work lives in the EmbeddedLLM/vllm
+fork until merged). Loaded from configuration alone::
+
+    --kv-transfer-config '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+      "kv_connector_extra_config": {"cpu_bytes_to_use": 8000000000,
+        "secondary_tiers": [{"type": "KvStoreTier", "module_path": "kvstore.vllm",
+                             "url": "http://127.0.0.1:8080", "namespace": "llama-8b"}]}}'
+
+How it behaves, as the interface asks:
+
+- Every method returns at once; copies and HTTP calls run on a small thread pool. ``lookup`` answers
+  RETRY while kvstore has not been asked yet, then HIT or MISS; lookups queued during a scheduler step
+  go to kvstore as one prefix lookup per request at the step's end (``on_schedule_end``).
+- Keys: an ``OffloadKey`` is vLLM's block hash plus a 4-byte KV-cache group index. Each group is its own
+  namespace (``<namespace>-g<idx>``), and the block hash is the kvstore hash (SHA-256 of it when it is
+  not 32 bytes, e.g. xxhash). Within a store job, each key's parent is the key before it in the same
+  group, so prefix lookups and the prefix-aware eviction policy see vLLM's chains.
+- Stores copy the primary tier's rows (``primary_kv_view[block_id]``) into kvstore; loads copy kvstore
+  blocks into the rows given. A block that cannot be loaded (evicted since the lookup, damaged, kvstore
+  down or restarted) is reported failed through ``JobResult.successful_keys``, so vLLM recomputes it:
+  never wrong bytes, every block copied out of shared memory is checked against its CRC32C.
+- Same host: the shared-memory data path when the service offers it (``local``: ``auto``/``require``/
+  ``off``), else HTTP.
+
+Not yet run inside vLLM: tested against stand-ins of the interface (clients/python/tests).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import defaultdict
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import numpy as np
+
+from vllm.v1.kv_offload.base import (  # the engine's own types; this module is loaded inside vLLM
+    Locality,
+    LookupResult,
+    Medium,
+    RequestOffloadingContext,
+)
+from vllm.v1.kv_offload.tiering.base import JobResult, SecondaryTierManager
+
+from . import _keys
+from .client import Block, KvStoreClient, Layout
+from .errors import Conflict, KvStoreError, NotFound
+from .shm import data_path
+
+log = logging.getLogger("kvstore.vllm")
+
+_LOOKUP_BATCH = 256
+
+
+def _split(key: bytes) -> Tuple[bytes, int]:
+    """(block hash, group index) of an OffloadKey: the hash followed by a 4-byte big-endian group."""
+    key = bytes(key)
+    return key[:-4], int.from_bytes(key[-4:], "big")
+
+
+class KvStoreTier(SecondaryTierManager):
+    """A vLLM secondary tier kept in a kvstore service."""
+
+    medium = Medium.STORAGE
+
+    def __init__(
+        self,
+        offloading_spec: Any,
+        primary_kv_view: memoryview,
+        tier_type: str,
+        url: str = "http://127.0.0.1:8080",
+        namespace: Optional[str] = None,
+        token: Optional[str] = None,
+        local: str = "auto",
+        io_threads: int = 2,
+        hash_seed: str = "0",
+        timeout: float = 60.0,
+    ) -> None:
+        super().__init__(offloading_spec, primary_kv_view, tier_type)
+        assert primary_kv_view.strides is not None
+        self._block_bytes = int(primary_kv_view.strides[0])
+        self._rows = np.asarray(primary_kv_view).view(np.uint8).reshape(-1, self._block_bytes)
+        self._client = KvStoreClient(url, token=token, timeout=timeout)
+        self._local = local
+        self._hash_seed = hash_seed
+        self._namespace = namespace or _keys.namespace_name("vllm", _model_name(offloading_spec), self._block_bytes)
+        self._executor = ThreadPoolExecutor(max_workers=max(1, io_threads), thread_name_prefix="kvstore-vllm")
+        # re-entrant: a future that is already done runs its callback in the thread adding it
+        self._lock = threading.RLock()
+        self._path_lock = threading.Lock()
+        self._path = None
+        self._declared: set = set()
+        self._known: Dict[Tuple[str, bytes], bool] = {}  # (request, key) -> stored
+        self._queued: Dict[str, List[bytes]] = defaultdict(list)  # lookups not yet sent, per request
+        self._asked: set = set()  # (request, key) sent and not answered
+        self._futures: set = set()
+        self._finished: List[JobResult] = []
+        self.locality = Locality.LOCAL if local != "off" else None
+
+    # ------------------------------------------------------------------ the interface
+
+    def on_new_request(self, req_context) -> RequestOffloadingContext:
+        return RequestOffloadingContext()
+
+    def lookup(self, key, req_context) -> LookupResult:
+        k = (req_context.req_id, bytes(key))
+        with self._lock:
+            known = self._known.get(k)
+            if known is not None:
+                return LookupResult.HIT if known else LookupResult.MISS
+            if k not in self._asked:
+                self._asked.add(k)
+                batch = self._queued[req_context.req_id]
+                batch.append(bytes(key))
+                if len(batch) >= _LOOKUP_BATCH:
+                    self._send_lookups_locked(req_context.req_id)
+        return LookupResult.RETRY
+
+    def submit_store(self, job_metadata) -> None:
+        self._submit(job_metadata, self._store)
+
+    def submit_load(self, job_metadata) -> None:
+        self._submit(job_metadata, self._load)
+
+    def get_finished_jobs(self) -> Iterable[JobResult]:
+        with self._lock:
+            out, self._finished = self._finished, []
+        return out
+
+    def has_pending_work(self) -> bool:
+        with self._lock:
+            return bool(self._futures) or any(self._queued.values())
+
+    def touch(self, keys, req_context):
+        return  # kvstore counts accesses itself, on lookup and lease
+
+    def on_request_finished(self, req_context) -> None:
+        rid = req_context.req_id
+        with self._lock:
+            self._queued.pop(rid, None)
+            for k in [k for k in self._known if k[0] == rid]:
+                del self._known[k]
+            self._asked = {k for k in self._asked if k[0] != rid}
+
+    def on_schedule_end(self, context) -> None:
+        with self._lock:
+            for rid in [r for r, keys in self._queued.items() if keys]:
+                self._send_lookups_locked(rid)
+
+    def drain_jobs(self) -> None:
+        while True:
+            with self._lock:
+                pending = [f for f in self._futures if not f.done()]
+            if not pending:
+                return
+            wait(pending)
+
+    def shutdown(self) -> None:
+        self.drain_jobs()
+        self._executor.shutdown(wait=True)
+        self._client.close()
+
+    # ------------------------------------------------------------------ work on the pool
+
+    def _submit(self, job, work) -> None:
+        future = self._executor.submit(work, job)
+        with self._lock:
+            self._futures.add(future)
+        future.add_done_callback(lambda f, job=job: self._done(f, job))
+
+    def _done(self, future: Future, job) -> None:
+        try:
+            result = future.result()
+        except Exception:  # noqa: BLE001 - any failure is a failed job, never a crashed scheduler
+            log.exception("kvstore job %s failed", job.job_id)
+            result = JobResult(job_id=job.job_id, success=False)
+        with self._lock:
+            self._futures.discard(future)
+            self._finished.append(result)
+
+    def _send_lookups_locked(self, rid: str) -> None:
+        keys = self._queued.pop(rid, [])
+        if keys:
+            future = self._executor.submit(self._lookup_batch, rid, keys)
+            self._futures.add(future)
+            future.add_done_callback(lambda f: self._lookup_done(f, rid, keys))
+
+    def _lookup_done(self, future: Future, rid: str, keys: List[bytes]) -> None:
+        try:
+            answers = future.result()
+        except Exception as e:  # noqa: BLE001
+            log.warning("kvstore lookup failed (%s); reporting misses", e)
+            answers = {k: False for k in keys}
+        with self._lock:
+            self._futures.discard(future)
+            for k in keys:
+                self._asked.discard((rid, k))
+                if k in answers:
+                    self._known[(rid, k)] = answers[k]
+
+    def _lookup_batch(self, rid: str, keys: List[bytes]) -> Dict[bytes, bool]:
+        """One prefix lookup per group, in the order vLLM asked: the matched ones are stored, the next is
+        not; keys after it stay unknown (asked again if vLLM asks)."""
+        answers: Dict[bytes, bool] = {}
+        for group, members in _by_group(keys).items():
+            try:
+                n = self._client.lookup(
+                    self._ns(group), block_hashes=[_keys.block_hash(_split(k)[0]) for k in members]
+                ).matched_blocks
+            except NotFound:
+                n = 0  # the namespace does not exist yet: nothing stored
+            except KvStoreError as e:
+                log.warning("kvstore lookup failed (%s); reporting misses", e)
+                n = 0
+            for i, k in enumerate(members[: n + 1]):
+                answers[k] = i < n
+        return answers
+
+    def _store(self, job) -> JobResult:
+        keys = [bytes(k) for k in job.keys]
+        ok = True
+        for group, idx in _indices_by_group(keys).items():
+            self._declare(group)
+            blocks, parent = [], None
+            for i in idx:
+                h = _keys.block_hash(_split(keys[i])[0])
+                blocks.append(Block(h, self._rows[int(job.block_ids[i])], parent))
+                parent = h
+            try:
+                result = self._data_path().store(self._ns(group), blocks)
+            except NotFound:  # the service lost the namespace (a restart on fresh data): declare it again
+                self._declared.discard(group)
+                self._declare(group)
+                result = self._data_path().store(self._ns(group), blocks)
+            if result.failed:
+                log.warning("kvstore refused %d blocks of store job %s: %s", len(result.failed), job.job_id,
+                            result.failed[0][1])
+                ok = False
+        return JobResult(job_id=job.job_id, success=ok)
+
+    def _load(self, job) -> JobResult:
+        keys = [bytes(k) for k in job.keys]
+        loaded: List[bytes] = []
+        for group, idx in _indices_by_group(keys).items():
+            hashes = [_keys.block_hash(_split(keys[i])[0]) for i in idx]
+            rows = [self._rows[int(job.block_ids[i])] for i in idx]
+            i = 0
+            while i < len(idx):
+                try:
+                    n = self._data_path().load(self._ns(group), hashes[i:], rows[i:])
+                except NotFound:
+                    n = 0
+                loaded.extend(keys[j] for j in idx[i : i + n])
+                i += n + 1  # the block after a loaded run is missing or failed its check: recompute it
+        if len(loaded) == len(keys):
+            return JobResult(job_id=job.job_id, success=True)
+        if loaded:
+            log.info("kvstore load job %s: %d of %d blocks; vLLM recomputes the rest", job.job_id, len(loaded),
+                     len(keys))
+            return JobResult(job_id=job.job_id, success=False, successful_keys=loaded)
+        return JobResult(job_id=job.job_id, success=False)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ns(self, group: int) -> str:
+        return f"{self._namespace}-g{group}"
+
+    def _data_path(self):
+        with self._path_lock:
+            if self._path is None:
+                self._path = data_path(self._client, self._local)
+            return self._path
+
+    def _declare(self, group: int) -> None:
+        if group in self._declared:
+            return
+        try:
+            self._client.declare_namespace(
+                self._ns(group), Layout.for_bytes(self._block_bytes), model=self._ns(group),
+                hash_scheme="vllm:sha256", hash_seed=self._hash_seed,
+            )
+        except Conflict:
+            raise KvStoreError(f"namespace {self._ns(group)} exists with another block size")
+        self._declared.add(group)
+
+
+def _by_group(keys: List[bytes]) -> Dict[int, List[bytes]]:
+    out: Dict[int, List[bytes]] = defaultdict(list)
+    for k in keys:
+        out[_split(k)[1]].append(k)
+    return out
+
+
+def _indices_by_group(keys: List[bytes]) -> Dict[int, List[int]]:
+    out: Dict[int, List[int]] = defaultdict(list)
+    for i, k in enumerate(keys):
+        out[_split(k)[1]].append(i)
+    return out
+
+
+def _model_name(spec: Any) -> str:
+    for path in (("config", "model", "name"), ("vllm_config", "model_config", "model")):
+        obj = spec
+        for attr in path:
+            obj = getattr(obj, attr, None)
+        if obj:
+            return str(obj)
+    return "model"

@@ -1,0 +1,1 @@
+"""Stand-in package: see vllm/v1/kv_offload/tiering/base.py."""

@@ -1,0 +1,231 @@
+"""kvstore.vllm driven exactly as vLLM's TieringOffloadingManager drives a secondary tier (upstream
+EmbeddedLLM/vllm 5ac2684976ee22c04fe0d2f968c6cf6096b383f2, vllm/v1/kv_offload/tiering/manager.py):
+loaded by SecondaryTierFactory from {"type", "module_path", ...}; lookup per key until HIT/MISS (RETRY
+means ask again next step); on_schedule_end once per step; submit_store / submit_load with the primary
+tier's block ids; get_finished_jobs polled every step; failed keys of a load are recomputed."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import signal
+import time
+
+import engines  # noqa: F401  (stand-ins on the path)
+import numpy as np
+import pytest
+
+from vllm.v1.kv_offload.base import LookupResult, ReqContext, ScheduleEndContext, make_offload_key
+from vllm.v1.kv_offload.tiering.base import JobMetadata, SecondaryTierManager
+
+import kvstore
+
+BLOCK = 32 * 1024
+
+
+class Spec:
+    """The parts of OffloadingSpec the tier reads."""
+
+    class config:
+        class model:
+            name = "test/model"
+
+
+class Driver:
+    def __init__(self, url: str, namespace: str, blocks: int = 96, **extra):
+        self.primary = np.zeros((blocks, BLOCK), dtype=np.uint8)  # vLLM's pinned CPU tier
+        tier_config = {"type": "KvStoreTier", "module_path": "kvstore.vllm", "url": url, "namespace": namespace,
+                       **extra}
+        # SecondaryTierFactory.get_tier_class / create_secondary_tier
+        cls = getattr(importlib.import_module(tier_config["module_path"]), tier_config["type"])
+        assert issubclass(cls, SecondaryTierManager)
+        config = dict(tier_config)
+        tier_type = config.pop("type")
+        config.pop("module_path")
+        self.tier = cls(offloading_spec=Spec(), primary_kv_view=memoryview(self.primary), tier_type=tier_type, **config)
+        self.next_job = 0
+        self.finished = {}
+
+    def step(self):
+        self.tier.on_schedule_end(ScheduleEndContext((), ()))
+        for r in self.tier.get_finished_jobs():
+            assert r.job_id not in self.finished
+            self.finished[r.job_id] = r
+
+    def lookup(self, keys, req, timeout=60):
+        """Per key in order, stopping at the first miss, as the scheduler does; RETRY -> next step."""
+        self.tier.on_new_request(req)
+        out = []
+        deadline = time.monotonic() + timeout
+        for k in keys:
+            while True:
+                r = self.tier.lookup(k, req)
+                if r is not LookupResult.RETRY:
+                    break
+                assert time.monotonic() < deadline, "lookup never answered"
+                self.step()
+                time.sleep(0.005)
+            out.append(r)
+            if r is LookupResult.MISS:
+                break
+        return out
+
+    def job(self, keys, rows, promotion, req):
+        jid = self.next_job
+        self.next_job += 1
+        job = JobMetadata(job_id=jid, keys=list(keys), block_ids=np.array(rows, dtype=np.int64),
+                          is_promotion=promotion, req_context=req)
+        (self.tier.submit_load if promotion else self.tier.submit_store)(job)
+        return jid
+
+    def wait(self, jid, timeout=120):
+        deadline = time.monotonic() + timeout
+        while jid not in self.finished:
+            assert time.monotonic() < deadline, f"job {jid} never finished"
+            self.step()
+            time.sleep(0.005)
+        return self.finished.pop(jid)
+
+
+def keys_of(n, seed, group=0):
+    out, h = [], seed.encode()
+    for _ in range(n):
+        h = hashlib.sha256(h).digest()
+        out.append(make_offload_key(h, group))
+    return out
+
+
+def fill(driver, rows, seed):
+    rng = np.random.default_rng(seed)
+    for r in rows:
+        driver.primary[r] = rng.integers(0, 256, BLOCK, dtype=np.uint8)
+
+
+@pytest.fixture
+def driver(service, ns):
+    d = Driver(service.url, ns)
+    yield d
+    d.tier.shutdown()
+
+
+def test_many_blocks_round_trip_byte_exact_through_store_and_load_jobs(driver):
+    keys = keys_of(40, "rt")
+    fill(driver, range(40), 1)
+    req = ReqContext("r1")
+    assert driver.wait(driver.job(keys, range(40), False, req)).success
+    assert driver.lookup(keys, ReqContext("r2")) == [LookupResult.HIT] * 40
+    r = driver.wait(driver.job(keys, range(48, 88), True, ReqContext("r2")))
+    assert r.success and r.successful_keys is None
+    assert np.array_equal(driver.primary[0:40], driver.primary[48:88])
+    # a prompt that continues past the stored prefix: the first unknown block is a MISS
+    longer = keys + keys_of(3, "rt-more")
+    assert driver.lookup(longer, ReqContext("r3"))[-1] is LookupResult.MISS
+    assert driver.tier._data_path().kind == "shm"  # the same-host path was used
+
+
+def test_groups_are_namespaces_of_their_own_and_parents_chain_within_a_job(service, driver, ns):
+    keys0, keys1 = keys_of(4, "g", 0), keys_of(4, "g", 1)
+    fill(driver, range(8), 2)
+    assert driver.wait(driver.job(keys0 + keys1, range(8), False, ReqContext("s"))).success
+    c = kvstore.KvStoreClient(service.url)
+    hashes0 = [bytes(k)[:-4] for k in keys0]
+    assert c.lookup(f"{ns}-g0", block_hashes=hashes0).matched_blocks == 4
+    assert c.lookup(f"{ns}-g1", block_hashes=[bytes(k)[:-4] for k in keys1]).matched_blocks == 4
+    # the chain is kept: the second block's frame names the first as its parent
+    frames = c.request_json("GET", f"/v1/namespaces/{ns}-g0")
+    assert frames["blockBytes"] == BLOCK
+
+
+def test_lookup_answers_retry_while_in_flight_and_no_call_blocks_on_a_stalled_service(fresh_service, ns):
+    d = Driver(fresh_service.url, ns)
+    try:
+        keys = keys_of(8, "stall")
+        fill(d, range(8), 3)
+        assert d.wait(d.job(keys, range(8), False, ReqContext("a"))).success
+        os.kill(fresh_service.proc.pid, signal.SIGSTOP)  # kvstore frozen: every HTTP call would hang
+        try:
+            t0 = time.monotonic()
+            req = ReqContext("b")
+            d.tier.on_new_request(req)
+            assert d.tier.lookup(keys[0], req) is LookupResult.RETRY
+            d.tier.on_schedule_end(ScheduleEndContext((), ()))
+            assert d.tier.lookup(keys[0], req) is LookupResult.RETRY  # still in flight
+            jid = d.job(keys, range(10, 18), True, req)
+            d.job(keys_of(2, "stall-new"), range(0, 2), False, req)
+            assert list(d.tier.get_finished_jobs()) == []
+            assert d.tier.has_pending_work()
+            assert time.monotonic() - t0 < 5, "an interface call waited for the service"
+        finally:
+            os.kill(fresh_service.proc.pid, signal.SIGCONT)
+        assert d.lookup(keys, req) == [LookupResult.HIT] * 8
+        assert d.wait(jid).success
+        assert np.array_equal(d.primary[0:8], d.primary[10:18])
+    finally:
+        d.tier.shutdown()
+
+
+def test_a_block_evicted_between_lookup_and_load_is_reported_failed_and_the_rest_load(service, driver, ns):
+    keys = keys_of(10, "race")
+    fill(driver, range(10), 4)
+    assert driver.wait(driver.job(keys, range(10), False, ReqContext("w"))).success
+    req = ReqContext("r")
+    assert driver.lookup(keys, req) == [LookupResult.HIT] * 10
+    c = kvstore.KvStoreClient(service.url)
+    c.delete(f"{ns}-g0", bytes(keys[6])[:-4])  # gone from every tier after vLLM saw a HIT
+    driver.primary[20:30] = 0
+    r = driver.wait(driver.job(keys, range(20, 30), True, req))
+    assert not r.success
+    assert list(r.successful_keys) == keys[:6] + keys[7:]
+    ok = [i for i in range(10) if i != 6]
+    assert np.array_equal(driver.primary[[20 + i for i in ok]], driver.primary[ok])
+
+
+def test_a_kvstore_restart_under_the_tier_never_yields_wrong_bytes(fresh_service, ns):
+    d = Driver(fresh_service.url, ns)
+    try:
+        keys = keys_of(12, "restart")
+        fill(d, range(12), 5)
+        assert d.wait(d.job(keys, range(12), False, ReqContext("w"))).success
+        fresh_service.restart()
+        req = ReqContext("after")
+        found = d.lookup(keys, req)
+        hits = [k for k, r in zip(keys, found) if r is LookupResult.HIT]
+        d.primary[40:52] = 0
+        r = d.wait(d.job(hits, range(40, 40 + len(hits)), True, req)) if hits else None
+        loaded = set(map(bytes, r.successful_keys if r and r.successful_keys else (hits if r and r.success else [])))
+        for i, k in enumerate(hits):
+            if bytes(k) in loaded:
+                assert np.array_equal(d.primary[40 + i], d.primary[keys.index(k)])
+        # the tier keeps working against the restarted service, on its new shared-memory file
+        more = keys_of(6, "restart-2")
+        fill(d, range(60, 66), 6)
+        assert d.wait(d.job(more, range(60, 66), False, ReqContext("w2"))).success
+        assert d.lookup(more, ReqContext("r2")) == [LookupResult.HIT] * 6
+        d.primary[70:76] = 0
+        assert d.wait(d.job(more, range(70, 76), True, ReqContext("r2"))).success
+        assert np.array_equal(d.primary[60:66], d.primary[70:76])
+    finally:
+        d.tier.shutdown()
+
+
+def test_keys_that_are_not_32_byte_hashes_are_hashed_and_still_round_trip(driver):
+    keys = [make_offload_key(hashlib.blake2b(bytes([i]), digest_size=16).digest(), 0) for i in range(5)]
+    fill(driver, range(5), 7)
+    assert driver.wait(driver.job(keys, range(5), False, ReqContext("x"))).success
+    assert driver.lookup(keys, ReqContext("y")) == [LookupResult.HIT] * 5
+    assert driver.wait(driver.job(keys, range(30, 35), True, ReqContext("y"))).success
+    assert np.array_equal(driver.primary[0:5], driver.primary[30:35])
+
+
+def test_an_unreachable_service_is_misses_and_failed_jobs_not_errors(ns):
+    from service import free_port
+
+    d = Driver(f"http://127.0.0.1:{free_port()}", ns, timeout=5)
+    try:
+        keys = keys_of(3, "down")
+        assert d.lookup(keys, ReqContext("q")) == [LookupResult.MISS]
+        assert not d.wait(d.job(keys, range(3), False, ReqContext("q"))).success
+        assert not d.wait(d.job(keys, range(3), True, ReqContext("q"))).success
+    finally:
+        d.tier.shutdown()
