@@ -1,0 +1,1 @@
+"""Stand-in package: see sglang/srt/mem_cache/hicache_storage.py."""

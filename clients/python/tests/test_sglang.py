@@ -1,0 +1,167 @@
+"""kvstore.sglang driven as SGLang's HiCache drives an L3 backend (sgl-project/sglang
+001067fffe33427bee0ed2f007fb7551a1d76b44): created by StorageBackendFactory's dynamic path as
+``cls(storage_config, kwargs)``, given the host pool with ``register_mem_pool_host``, then the cache
+controller's zero-copy calls: ``batch_exists`` for the prefetch query, ``batch_get_v1`` /
+``batch_set_v1`` with host token indices, using only the leading successes of a get."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+
+import engines  # noqa: F401
+import numpy as np
+import pytest
+
+from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig, HiCacheStorageExtraInfo
+
+import kvstore
+
+PAGE, LAYERS, HEADS, DIM = 16, 2, 2, 64  # fp16 -> each page's K and V are 8 KiB
+
+
+class HostPool:
+    """An MHA host pool in page_first layout: kv_buffer (2, tokens, layers, heads, dim); a page's buffers
+    are its K run and its V run, as get_page_buffer_meta reports them."""
+
+    layout = "page_first"
+    page_size = PAGE
+
+    def __init__(self, tokens=64 * PAGE):
+        self.size = tokens
+        self.kv_buffer = np.zeros((2, tokens, LAYERS, HEADS, DIM), dtype=np.float16)
+
+    def _per_token(self):
+        return LAYERS * HEADS * DIM * 2
+
+    def get_page_buffer_meta(self, indices):
+        idx = list(indices.tolist())
+        assert len(idx) % PAGE == 0
+        base = self.kv_buffer.__array_interface__["data"][0]
+        v_off = self.size * self._per_token()
+        ptrs = []
+        for i in range(0, len(idx), PAGE):
+            k = base + idx[i] * self._per_token()
+            ptrs.extend([k, k + v_off])
+        return ptrs, [PAGE * self._per_token()] * len(ptrs)
+
+    def page(self, first_token):
+        return self.kv_buffer[:, first_token : first_token + PAGE].copy()
+
+
+def config(url, ns, **extra):
+    return HiCacheStorageConfig(
+        tp_rank=0, tp_size=1, pp_rank=0, pp_size=1, attn_cp_rank=0, attn_cp_size=1, is_mla_model=False,
+        enable_storage_metrics=False, is_page_first_layout=True, model_name="test/model",
+        extra_config={"backend_name": "kvstore", "module_path": "kvstore.sglang", "class_name": "KvStoreHiCache",
+                      "url": url, "namespace": ns, **extra},
+    )
+
+
+def create(cfg, pool):
+    e = cfg.extra_config  # StorageBackendFactory._create_dynamic_backend
+    cls = getattr(importlib.import_module(e["module_path"]), e["class_name"])
+    assert issubclass(cls, HiCacheStorage)
+    backend = cls(cfg, {})
+    backend.register_mem_pool_host(pool)
+    return backend
+
+
+def page_keys(n, seed):
+    keys, prev = [], seed
+    for i in range(n):
+        prev = hashlib.sha256((prev + str(i)).encode()).hexdigest()  # chained SHA-256 hex, like get_hash_str
+        keys.append(prev)
+    return keys
+
+
+def token_indices(first_pages):
+    return np.concatenate([np.arange(p * PAGE, (p + 1) * PAGE) for p in first_pages]).astype(np.int64)
+
+
+@pytest.fixture
+def pool():
+    p = HostPool()
+    rng = np.random.default_rng(9)
+    p.kv_buffer[...] = rng.standard_normal(p.kv_buffer.shape).astype(np.float16)
+    return p
+
+
+def test_pages_round_trip_byte_exact_through_the_zero_copy_calls(service, ns, pool):
+    b = create(config(service.url, ns), pool)
+    keys = page_keys(24, "a")
+    assert b.batch_set_v1(keys, token_indices(range(24)), HiCacheStorageExtraInfo(prefix_keys=None)) == [True] * 24
+    assert b.batch_exists(keys) == 24
+    assert b.batch_exists(keys + page_keys(2, "z")) == 24
+    before = [pool.page(p * PAGE) for p in range(24)]
+    pool.kv_buffer[:, 32 * PAGE :] = 0
+    assert b.batch_get_v1(keys, token_indices(range(32, 56))) == [True] * 24
+    for i in range(24):
+        assert np.array_equal(pool.page((32 + i) * PAGE), before[i])
+    assert b._data_path().kind == "shm"
+
+
+def test_keys_are_the_kvstore_hashes_and_chain_from_the_prefix(service, ns, pool):
+    b = create(config(service.url, ns), pool)
+    keys = page_keys(6, "chain")
+    b.batch_set_v1(keys[:3], token_indices(range(3)))
+    b.batch_set_v1(keys[3:], token_indices(range(3, 6)), HiCacheStorageExtraInfo(prefix_keys=keys[:3]))
+    c = kvstore.KvStoreClient(service.url)
+    assert c.lookup(ns, block_hashes=[bytes.fromhex(k) for k in keys]).matched_blocks == 6
+    frames = c.fetch(ns, [bytes.fromhex(keys[3])])  # stored with its parent: the prefix's last page
+    assert len(frames) == 1
+
+
+def test_a_missing_page_ends_the_usable_prefix_and_later_pages_still_report(service, ns, pool):
+    b = create(config(service.url, ns), pool)
+    keys = page_keys(8, "gap")
+    b.batch_set_v1(keys, token_indices(range(8)))
+    kvstore.KvStoreClient(service.url).delete(ns, bytes.fromhex(keys[5]))
+    got = b.batch_get_v1(keys, token_indices(range(40, 48)))
+    assert got == [True] * 5 + [False] + [True] * 2
+    assert b.batch_exists(keys) == 5
+
+
+def test_buffer_interface_get_set_exists_and_bad_keys(service, ns, pool):
+    b = create(config(service.url, ns), pool)
+    page_bytes = 2 * PAGE * LAYERS * HEADS * DIM * 2
+    v = np.arange(page_bytes, dtype=np.uint64).astype(np.uint8)
+    assert b.set("not-a-sha256-hex-key", v)  # any key: hashed to 32 bytes
+    assert b.exists("not-a-sha256-hex-key")
+    assert not b.exists(page_keys(1, "never")[0])
+    got = b.get("not-a-sha256-hex-key")
+    assert np.array_equal(np.asarray(got), v)
+    assert b.get(page_keys(1, "never")[0]) is None
+    target = np.zeros(page_bytes, dtype=np.uint8)
+    addr = target.__array_interface__["data"][0]
+    assert b.batch_get(["not-a-sha256-hex-key"], [addr], [page_bytes]) == [addr]  # pointer form
+    assert np.array_equal(target, v)
+    assert b.set("wrong-size", np.zeros(10, dtype=np.uint8)) is False  # refused, nothing stored
+    assert not b.exists("wrong-size")
+    b.clear()
+    assert not b.exists("not-a-sha256-hex-key")
+
+
+def test_an_unreachable_service_is_misses_and_failures_not_exceptions(ns, pool):
+    from service import free_port
+
+    b = create(config(f"http://127.0.0.1:{free_port()}", ns, timeout=5), pool)
+    keys = page_keys(3, "down")
+    assert b.batch_exists(keys) == 0
+    assert b.batch_set_v1(keys, token_indices(range(3))) == [False] * 3
+    assert b.batch_get_v1(keys, token_indices(range(3))) == [False] * 3
+
+
+def test_a_restart_under_the_backend_never_yields_wrong_pages(fresh_service, ns, pool):
+    b = create(config(fresh_service.url, ns), pool)
+    keys = page_keys(6, "restart")
+    b.batch_set_v1(keys, token_indices(range(6)))
+    before = [pool.page(p * PAGE) for p in range(6)]
+    fresh_service.restart()
+    got = b.batch_get_v1(keys, token_indices(range(20, 26)))
+    for i, ok in enumerate(got):
+        if ok:
+            assert np.array_equal(pool.page((20 + i) * PAGE), before[i])
+    more = page_keys(4, "restart-2")
+    assert b.batch_set_v1(more, token_indices(range(8, 12))) == [True] * 4
+    assert b.batch_get_v1(more, token_indices(range(30, 34))) == [True] * 4
