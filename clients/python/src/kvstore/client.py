@@ -67,15 +67,7 @@ class Layout:
         """A layout of exactly ``block_bytes`` (even) bytes, for engines that hand over opaque pages."""
         if block_bytes <= 0 or block_bytes % 2:
             raise ValueError(f"block_bytes must be positive and even, got {block_bytes}")
-        rest = block_bytes // 2
-        dims = []
-        for limit in (65536, 65536, 4096):  # headDim, blockSize, kvHeads as the service bounds them
-            d = next(d for d in range(min(rest, limit), 0, -1) if rest % d == 0)
-            dims.append(d)
-            rest //= d
-        if rest != 1:
-            raise ValueError(f"{block_bytes} bytes cannot be expressed as a layout")
-        return Layout(layers=1, kv_heads=dims[2], head_dim=dims[0], dtype="uint8", block_size=dims[1])
+        return Layout(layers=1, kv_heads=1, head_dim=block_bytes // 2, dtype="uint8", block_size=1)
 
     def to_json(self) -> dict:
         return {

@@ -1,5 +1,9 @@
 package io.kvstore.block;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.HexFormat;
 
@@ -10,13 +14,44 @@ import java.util.HexFormat;
 public final class BlockHash implements Comparable<BlockHash> {
 
     private static final HexFormat HEX = HexFormat.of();
+    private static final SecureRandom SEEDS = new SecureRandom();
+    private static final long HASH_KEY = SEEDS.nextLong();
+    private static final long HASH_KEY_2 = SEEDS.nextLong();
+    private static final VarHandle WORD = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     private final byte[] bytes;
     private final int hashCode;
 
     private BlockHash(byte[] bytes) {
         this.bytes = bytes;
-        this.hashCode = Arrays.hashCode(bytes);
+        this.hashCode = keyedHash(bytes);
+    }
+
+    /**
+     * A 32-bit hash of {@code bytes} keyed by a secret drawn once per process. Block hashes come from
+     * clients, so a plain hash of their bytes could be chosen to collide and pile every block into one
+     * bucket of the catalog's map or one counter of the eviction sketch; with a secret key a client
+     * cannot compute collisions offline. Not a cryptographic MAC: a fast mix good against chosen inputs.
+     */
+    static int keyedHash(byte[] bytes) {
+        long h = HASH_KEY ^ (bytes.length * 0x9E3779B97F4A7C15L);
+        int i = 0;
+        for (; i + 8 <= bytes.length; i += 8) {
+            h = mix(h ^ (long) WORD.get(bytes, i));
+        }
+        long tail = 0;
+        for (int shift = 0; i < bytes.length; i++, shift += 8) {
+            tail |= (bytes[i] & 0xFFL) << shift;
+        }
+        h = mix(h ^ tail ^ HASH_KEY_2);
+        return (int) (h ^ (h >>> 32));
+    }
+
+    /** The finaliser of SplitMix64 / MurmurHash3: every input bit affects every output bit. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 33)) * 0xFF51AFD7ED558CCDL;
+        z = (z ^ (z >>> 33)) * 0xC4CEB9FE1A85EC53L;
+        return z ^ (z >>> 33);
     }
 
     /** Wraps a copy of {@code bytes}; 1 to 64 bytes. */

@@ -1,5 +1,7 @@
 package io.kvstore.block;
 
+import org.jspecify.annotations.Nullable;
+
 /** The storage tiers, fastest first: a block demotes towards higher ordinals. */
 public enum TierId {
     /** G1: GPU memory (or emulated device memory in tests and demos). */
@@ -10,7 +12,7 @@ public enum TierId {
     NVME;
 
     /** The next slower tier, or null for the slowest. */
-    public TierId below() {
+    public @Nullable TierId below() {
         return ordinal() + 1 < values().length ? values()[ordinal() + 1] : null;
     }
 }

@@ -9,6 +9,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Every block kvstore holds, by key. A lookup walks a prompt's chained keys and stops at the first
@@ -24,7 +25,7 @@ public final class Catalog {
         this.clockMillis = clockMillis;
     }
 
-    public CatalogEntry get(BlockKey key) {
+    public @Nullable CatalogEntry get(BlockKey key) {
         return entries.get(key);
     }
 
@@ -33,7 +34,7 @@ public final class Catalog {
      * cleaned up (its slots freed); a new one is made only after it has left the map, so a new copy of
      * the block can never be confused with the old copy's slot that is about to be freed.
      */
-    public CatalogEntry entryFor(BlockKey key, BlockHash parent, int length, int crc32c) {
+    public CatalogEntry entryFor(BlockKey key, @Nullable BlockHash parent, int length, int crc32c) {
         SpinWait wait = null;
         while (true) {
             CatalogEntry entry = entries.computeIfAbsent(
@@ -70,7 +71,7 @@ public final class Catalog {
             BlockKey key = new BlockKey(namespace, hash);
             CatalogEntry entry = entries.get(key);
             TierId tier = entry == null ? null : entry.fastestTier();
-            if (tier == null) {
+            if (entry == null || tier == null) {
                 break;
             }
             entry.touch(now);

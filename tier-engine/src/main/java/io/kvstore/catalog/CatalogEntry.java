@@ -5,6 +5,7 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import java.util.EnumSet;
 import java.util.Set;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the catalog knows of one block: its parent, size and checksum, which tiers hold a readable copy,
@@ -19,7 +20,7 @@ import java.util.Set;
 public final class CatalogEntry {
 
     private final BlockKey key;
-    private final BlockHash parent;
+    private final @Nullable BlockHash parent;
     private final int length;
     private final int crc32c;
     private final long createdMillis;
@@ -37,7 +38,7 @@ public final class CatalogEntry {
     private long lastAccessMillis;
     private long accessCount;
 
-    public CatalogEntry(BlockKey key, BlockHash parent, int length, int crc32c, long nowMillis) {
+    public CatalogEntry(BlockKey key, @Nullable BlockHash parent, int length, int crc32c, long nowMillis) {
         this.key = key;
         this.parent = parent;
         this.length = length;
@@ -51,12 +52,12 @@ public final class CatalogEntry {
     }
 
     /** The parent's hash, or null for the first block of a prompt. */
-    public BlockHash parent() {
+    public @Nullable BlockHash parent() {
         return parent;
     }
 
     /** The parent's key in the same namespace, or null. */
-    public BlockKey parentKey() {
+    public @Nullable BlockKey parentKey() {
         return parent == null ? null : new BlockKey(key.namespace(), parent);
     }
 
@@ -98,7 +99,7 @@ public final class CatalogEntry {
     private static final TierId[] TIERS = TierId.values();
 
     /** The fastest tier holding a copy, or null. */
-    public TierId fastestTier() {
+    public @Nullable TierId fastestTier() {
         int mask = tiers;
         return mask == 0 ? null : TIERS[Integer.numberOfTrailingZeros(mask)];
     }
@@ -188,7 +189,7 @@ public final class CatalogEntry {
      *
      * @return that tier, or null when no tier holds it
      */
-    public synchronized TierId beginRead(TierId from) {
+    public synchronized @Nullable TierId beginRead(TierId from) {
         int mask = tiers & ~((1 << from.ordinal()) - 1);
         if (mask == 0) {
             return null;
@@ -243,7 +244,7 @@ public final class CatalogEntry {
      * entry died meanwhile (a delete cleared every bit) nothing is recorded, and the copy the mover made
      * is the mover's to free.
      */
-    public synchronized MoveOutcome finishMove(TierId from, TierId copiedTo) {
+    public synchronized MoveOutcome finishMove(TierId from, @Nullable TierId copiedTo) {
         moving--;
         readers--;
         if (dead) {

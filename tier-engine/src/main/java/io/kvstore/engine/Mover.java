@@ -16,6 +16,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -25,6 +26,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +40,12 @@ import org.slf4j.LoggerFactory;
  * <p>Pinned, leased, read and in-flight blocks are never moved away: a victim is claimed on its entry
  * first ({@link CatalogEntry#claimMove}), and a move that loses a race to a pin, lease or reader keeps
  * both copies.
+ *
+ * <p>Why it is long: every move is one protocol, claim ({@link CatalogEntry#claimMove}), copy, then
+ * {@link #finishMove}, which decides who frees which slot and announces the copies in order. Demotion,
+ * eviction, promotion and write-through are four users of that protocol; split into classes, each would
+ * need the claim/finish pair and the corrupt-copy handling from the others, and the rules of who frees a
+ * slot would live in several places instead of one.
  */
 final class Mover implements AutoCloseable {
 
@@ -139,17 +147,16 @@ final class Mover implements AutoCloseable {
                 entry,
                 (tier, rec, bytes) -> {
                     if (entry.residentIn(to)) {
-                        return null;
+                        return Boolean.FALSE;
                     }
                     writeWithRoom(stack.get(to), entry, record, bytes);
-                    if (entry.addTier(to)) {
+                    if (addCopy(entry, to, record)) {
                         stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                        events.copyAdded(to, record);
                         events.moved(from, to, entry.length(), System.nanoTime() - start);
                     } else {
                         stack.get(to).delete(entry.key());
                     }
-                    return null;
+                    return Boolean.TRUE;
                 },
                 null);
     }
@@ -168,12 +175,16 @@ final class Mover implements AutoCloseable {
 
     /** Schedules a demotion of {@code id} when it passed its high watermark and none is queued yet. */
     void afterInsert(TierId id) {
-        if (stack.aboveHighWatermark(id) && demotionQueued.get(id).compareAndSet(false, true)) {
+        if (stack.aboveHighWatermark(id) && queuedFlag(id).compareAndSet(false, true)) {
             submit(() -> {
-                demotionQueued.get(id).set(false);
+                queuedFlag(id).set(false);
                 demoteToLowWatermark(id);
             });
         }
+    }
+
+    private AtomicBoolean queuedFlag(TierId id) {
+        return Objects.requireNonNull(demotionQueued.get(id), "every configured tier has a flag");
     }
 
     // ---- demotion -----------------------------------------------------------------------------
@@ -193,7 +204,7 @@ final class Mover implements AutoCloseable {
             if (excess <= 0) {
                 break;
             }
-            int moved = batched ? demoteBatch(id, below, excess) : 0;
+            int moved = batched ? demoteBatch(id, Objects.requireNonNull(below), excess) : 0;
             if (moved == 0) {
                 if (!evictOne(id, 0)) {
                     break;
@@ -362,15 +373,29 @@ final class Mover implements AutoCloseable {
                     id);
         }
         if (finishMove(entry, id, copiedTo, newCopy, droppedCorrupt)) {
-            afterInsert(copiedTo);
+            afterInsert(Objects.requireNonNull(copiedTo));
+        }
+    }
+
+    /** Records a new copy in {@code to} and announces it, in order with any removal: see Residency#publish. */
+    private boolean addCopy(CatalogEntry entry, TierId to, BlockRecord record) {
+        synchronized (entry) {
+            boolean added = entry.addTier(to);
+            if (added) {
+                events.copyAdded(to, record);
+            }
+            return added;
         }
     }
 
     /** Clears the tier bit of a copy found corrupt by the move that claimed it. */
     private boolean dropCorruptWhileMoving(CatalogEntry entry, TierId id) {
-        boolean dropped = entry.dropTier(id);
-        if (dropped) {
-            events.copyRemoved(id, entry.key(), entry.length());
+        boolean dropped;
+        synchronized (entry) { // the event is ordered with the change: see Residency#publish
+            dropped = entry.dropTier(id);
+            if (dropped) {
+                events.copyRemoved(id, entry.key(), entry.length());
+            }
         }
         events.checksumFailed(id, entry.key());
         log.warn("dropped corrupt copy of {} in tier {} during demotion", entry.key(), id);
@@ -384,21 +409,27 @@ final class Mover implements AutoCloseable {
      * @return whether a new copy below was recorded
      */
     private boolean finishMove(
-            CatalogEntry entry, TierId from, TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
+            CatalogEntry entry, TierId from, @Nullable TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
         BlockKey key = entry.key();
-        CatalogEntry.MoveOutcome outcome = entry.finishMove(from, copiedTo);
+        CatalogEntry.MoveOutcome outcome;
+        synchronized (entry) { // the events are ordered with the change: see Residency#publish
+            outcome = entry.finishMove(from, copiedTo);
+            if (newCopy && outcome.recordedCopy()) {
+                events.copyAdded(Objects.requireNonNull(copiedTo), Residency.recordOf(entry));
+            }
+            if (outcome.clearedFrom()) {
+                events.copyRemoved(from, key, entry.length());
+            }
+        }
         if (newCopy && !outcome.recordedCopy()) {
             // a delete won the race: the copy we just made belongs to nobody
-            stack.get(copiedTo).delete(key);
+            stack.get(Objects.requireNonNull(copiedTo)).delete(key);
             newCopy = false;
         }
         if (newCopy) {
-            stack.policy(copiedTo).onInsert(key, entry.parentKey());
-            events.copyAdded(copiedTo, Residency.recordOf(entry));
-            events.demoted(from, copiedTo, entry.length());
-        }
-        if (outcome.clearedFrom()) {
-            events.copyRemoved(from, key, entry.length());
+            TierId to = Objects.requireNonNull(copiedTo);
+            stack.policy(to).onInsert(key, entry.parentKey());
+            events.demoted(from, to, entry.length());
         }
         if (outcome.clearedFrom() || droppedCorrupt) {
             // policy first: a promotion may put a new copy here the moment the slot is free
@@ -485,18 +516,17 @@ final class Mover implements AutoCloseable {
                 entry,
                 (tier, rec, bytes) -> {
                     if (tier != from || entry.residentIn(to)) {
-                        return null;
+                        return Boolean.FALSE;
                     }
                     writeWithRoom(stack.get(to), entry, record, bytes);
-                    if (entry.addTier(to)) {
+                    if (addCopy(entry, to, record)) {
                         stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                        events.copyAdded(to, record);
                         events.promoted(from, to, entry.length());
                         events.moved(from, to, entry.length(), System.nanoTime() - start);
                     } else {
                         stack.get(to).delete(entry.key());
                     }
-                    return null;
+                    return Boolean.TRUE;
                 },
                 null);
         afterInsert(to);

@@ -119,8 +119,7 @@ final class Residency {
                 catalog.removeIfDead(entry);
                 throw e;
             }
-            if (entry.publishWrite(target)) {
-                events.copyAdded(target, record);
+            if (publish(entry, target, record)) {
                 stack.policy(target).onInsert(key, entry.parentKey());
                 return new Stored(target, true, entry);
             }
@@ -226,12 +225,36 @@ final class Residency {
         }
     }
 
+    /**
+     * Makes a written copy readable and announces it. The change and its event happen under the entry's
+     * monitor (the one its own methods synchronise on), as every removal's does: two threads changing
+     * one block's copies announce them in the order they made them, so a subscriber that keeps a ledger
+     * of copies from the events never sees a removal before the addition it undoes. Only events are sent
+     * under the monitor; policies and tiers are called after it (a policy's lock may be held while it asks
+     * an entry whether it is evictable).
+     */
+    private boolean publish(CatalogEntry entry, TierId target, BlockRecord record) {
+        synchronized (entry) {
+            boolean published = entry.publishWrite(target);
+            if (published) {
+                events.copyAdded(target, record);
+            }
+            return published;
+        }
+    }
+
     /** Drops a copy that failed its checksum, once no reader is left on it. */
     void dropCorrupt(CatalogEntry entry, TierId tierId) {
         events.checksumFailed(tierId, entry.key());
         log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
-        if (entry.dropTier(tierId)) {
-            events.copyRemoved(tierId, entry.key(), entry.length());
+        boolean dropped;
+        synchronized (entry) { // ordered with the change, as in #publish
+            dropped = entry.dropTier(tierId);
+            if (dropped) {
+                events.copyRemoved(tierId, entry.key(), entry.length());
+            }
+        }
+        if (dropped) {
             awaitNoReaders(entry);
             stack.policy(tierId).onRemove(entry.key());
             stack.get(tierId).delete(entry.key());
@@ -252,9 +275,12 @@ final class Residency {
         if (entry.pins() > 0 || entry.leases() > 0) {
             throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
         }
-        Set<TierId> had = entry.dropAll();
-        for (TierId t : had) {
-            events.copyRemoved(t, key, entry.length());
+        Set<TierId> had;
+        synchronized (entry) { // ordered with the change, as in #publish
+            had = entry.dropAll();
+            for (TierId t : had) {
+                events.copyRemoved(t, key, entry.length());
+            }
         }
         awaitNoReaders(entry);
         for (TierId t : had) {

@@ -39,6 +39,10 @@ import org.slf4j.LoggerFactory;
  * LeaseTable} (pins and leases) and {@link InPlaceWrites} (reserve/commit and slots filled from a socket).
  * Each {@link BlockTier} owns its bytes, the {@link Catalog} owns which tiers hold a readable copy, each
  * tier's policy owns the order of eviction.
+ *
+ * <p>Why it is long: it is the one public door to the engine, so each operation the service needs has a
+ * documented method here (lookup, store, read, delete, pins, leases, reservations, policy and watermark
+ * settings, statistics); each is a few lines that hand over to the part that does the work.
  */
 public final class TierEngine implements AutoCloseable {
 
@@ -65,10 +69,17 @@ public final class TierEngine implements AutoCloseable {
             Clock clock) {
         this.clock = clock;
         this.catalog = new Catalog(clock::millis);
-        this.stack = new TierStack(tierList, tierSettings, key -> {
-            CatalogEntry entry = catalog.get(key);
-            return entry == null ? null : entry.parentKey();
-        });
+        this.stack = new TierStack(
+                tierList,
+                tierSettings,
+                key -> {
+                    CatalogEntry entry = catalog.get(key);
+                    return entry == null ? null : entry.parentKey();
+                },
+                key -> {
+                    CatalogEntry entry = catalog.get(key);
+                    return entry == null ? 0 : entry.length();
+                });
         this.residency = new Residency(stack, catalog, events);
         this.mover = new Mover(stack, catalog, residency, events);
         this.leases = new LeaseTable(catalog, clock, defaultLeaseTimeout);

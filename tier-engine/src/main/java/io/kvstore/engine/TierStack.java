@@ -5,7 +5,6 @@ import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.eviction.TierPolicy;
 import io.kvstore.tier.BlockTier;
-import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.MemoryTier;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -16,6 +15,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.ToIntFunction;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,11 +36,13 @@ final class TierStack implements AutoCloseable {
     /**
      * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
      * @param parentOf the parent of a resident block, for prefix-aware policies
+     * @param bytesOf a resident block's length, for policies that weigh blocks
      */
     TierStack(
             Collection<? extends BlockTier> tierList,
             Map<TierId, TierSettings> tierSettings,
-            Function<BlockKey, @Nullable BlockKey> parentOf) {
+            Function<BlockKey, @Nullable BlockKey> parentOf,
+            ToIntFunction<BlockKey> bytesOf) {
         if (tierList.isEmpty()) {
             throw new IllegalArgumentException("at least one tier is required");
         }
@@ -52,7 +54,7 @@ final class TierStack implements AutoCloseable {
         for (TierId id : tiers.keySet()) {
             TierSettings s = tierSettings.getOrDefault(id, TierSettings.DEFAULT);
             settings.put(id, s);
-            policies.put(id, new TierPolicy(s.policy(), parentOf));
+            policies.put(id, new TierPolicy(s.policy(), tiers.get(id).capacityBytes(), parentOf, bytesOf));
         }
     }
 
@@ -93,12 +95,19 @@ final class TierStack implements AutoCloseable {
     }
 
     TierPolicy policy(TierId id) {
-        return policies.get(id);
+        return configured(policies.get(id), id);
     }
 
     TierSettings settings(TierId id) {
-        get(id);
-        return settings.get(id);
+        return configured(settings.get(id), id);
+    }
+
+    /** {@code value}, which exists for every configured tier; a clear error for a tier that is not. */
+    private static <T> T configured(@Nullable T value, TierId id) {
+        if (value == null) {
+            throw new IllegalArgumentException("tier " + id + " is not configured");
+        }
+        return value;
     }
 
     Set<TierId> ids() {
@@ -111,19 +120,19 @@ final class TierStack implements AutoCloseable {
 
     /** Whether {@code id} has passed its high watermark. */
     boolean aboveHighWatermark(TierId id) {
-        BlockTier tier = tiers.get(id);
-        return tier.usedBytes() > settings.get(id).highWatermark() * tier.capacityBytes();
+        BlockTier tier = get(id);
+        return tier.usedBytes() > settings(id).highWatermark() * tier.capacityBytes();
     }
 
     /** Bytes {@code id} holds above its low watermark; zero or less when it is below. */
     long excessOverLowWatermark(TierId id) {
-        BlockTier tier = tiers.get(id);
-        return tier.usedBytes() - (long) (settings.get(id).lowWatermark() * tier.capacityBytes());
+        BlockTier tier = get(id);
+        return tier.usedBytes() - (long) (settings(id).lowWatermark() * tier.capacityBytes());
     }
 
     void setPolicy(TierId id, EvictionPolicyKind kind) {
         get(id);
-        policies.get(id).switchTo(kind);
+        policy(id).switchTo(kind);
         settings.compute(id, (k, s) -> s.withPolicy(kind));
         log.info("tier {}: eviction policy is now {}", id, kind);
     }
@@ -140,11 +149,11 @@ final class TierStack implements AutoCloseable {
             out.add(new TierStats(
                     t.id(),
                     t.provider(),
-                    t instanceof MemoryTier m && m.emulated() || t instanceof DeviceTier d && d.emulated(),
+                    t instanceof MemoryTier m && m.emulated(),
                     t.capacityBytes(),
                     t.usedBytes(),
                     t.blockCount(),
-                    settings.get(t.id())));
+                    settings(t.id())));
         }
         return out;
     }

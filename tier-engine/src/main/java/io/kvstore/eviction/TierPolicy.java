@@ -7,6 +7,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One tier's eviction policy behind one lock, with reads kept off that lock.
@@ -26,13 +28,25 @@ public final class TierPolicy {
     private final ReentrantLock lock = new ReentrantLock();
     private final ConcurrentLinkedQueue<BlockKey> pendingAccesses = new ConcurrentLinkedQueue<>();
     private final AtomicInteger pendingCount = new AtomicInteger();
-    private final Function<BlockKey, BlockKey> parentOf;
+    private final long capacityBytes;
+    private final Function<BlockKey, @Nullable BlockKey> parentOf;
+    private final ToIntFunction<BlockKey> bytesOf;
     private volatile EvictionPolicy policy;
 
-    /** @param parentOf the parent key of a resident block (null for a first block), used on a switch */
-    public TierPolicy(EvictionPolicyKind kind, Function<BlockKey, BlockKey> parentOf) {
-        this.policy = kind.create();
+    /**
+     * @param capacityBytes the tier's capacity, for policies that weigh blocks by size
+     * @param parentOf the parent key of a resident block (null for a first block), used on a switch
+     * @param bytesOf a resident block's length
+     */
+    public TierPolicy(
+            EvictionPolicyKind kind,
+            long capacityBytes,
+            Function<BlockKey, @Nullable BlockKey> parentOf,
+            ToIntFunction<BlockKey> bytesOf) {
+        this.capacityBytes = capacityBytes;
         this.parentOf = parentOf;
+        this.bytesOf = bytesOf;
+        this.policy = kind.create(capacityBytes, bytesOf);
     }
 
     public EvictionPolicyKind kind() {
@@ -123,7 +137,7 @@ public final class TierPolicy {
             if (policy.kind() == kind) {
                 return;
             }
-            EvictionPolicy next = kind.create();
+            EvictionPolicy next = kind.create(capacityBytes, bytesOf);
             for (BlockKey key : policy.coldestFirst()) {
                 next.onInsert(key, parentOf.apply(key));
             }

@@ -1,142 +1,104 @@
 package io.kvstore.eviction;
 
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+import com.github.benmanes.caffeine.cache.Policy;
+import com.github.benmanes.caffeine.cache.RemovalCause;
 import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
-import java.util.HashMap;
-import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
+import org.jspecify.annotations.Nullable;
 
 /**
- * Window TinyLFU, the policy of Caffeine: new blocks enter a small LRU window (1% of the tier's
- * blocks); the main space is a segmented LRU (probation, then protected at 80%). Eviction weighs the
- * window's oldest block (the candidate) against main's oldest (the victim) by their estimated recent
- * frequency in a {@link FrequencySketch}: the less frequent one leaves, so a burst of one-time blocks
- * cannot flush a frequently reused prefix.
+ * Window TinyLFU as Caffeine runs it, by delegating to Caffeine itself: a same-thread {@link Cache}
+ * of the tier's blocks, weighted by block bytes with the tier's capacity as its maximum, whose eviction
+ * order the tier follows. Caffeine brings what a home-made copy lacked: a frequency sketch sized to the
+ * cache rather than grown with the population, a window that adapts by hill climbing instead of a fixed
+ * 1%, and admission jitter against keys chosen to collide (block hashes come from clients).
+ *
+ * <p>The tier, not Caffeine, decides when a block leaves: it asks for the coldest block it may evict
+ * (pinned, leased and read blocks are skipped) and reports the removal. Since resident bytes never
+ * exceed the tier's capacity, Caffeine does not evict on its own; if tracking ever runs ahead of the
+ * tier (an insert reported before a removal), the block Caffeine drops is kept as the next victim, so
+ * no resident block is ever forgotten.
  */
 public final class WTinyLfuPolicy implements EvictionPolicy {
 
-    private enum Segment {
-        WINDOW,
-        PROBATION,
-        PROTECTED
-    }
+    private final Cache<BlockKey, Boolean> cache;
+    private final Policy.Eviction<BlockKey, Boolean> order;
+    private final LinkedHashSet<BlockKey> droppedByCache = new LinkedHashSet<>();
 
-    private final LinkedHashMap<BlockKey, Boolean> window = new LinkedHashMap<>(64, 0.75f, true);
-    private final LinkedHashMap<BlockKey, Boolean> probation = new LinkedHashMap<>(1024, 0.75f, true);
-    private final LinkedHashMap<BlockKey, Boolean> protectedSegment = new LinkedHashMap<>(1024, 0.75f, true);
-    private final HashMap<BlockKey, Segment> where = new HashMap<>();
-    private final FrequencySketch sketch = new FrequencySketch();
+    /**
+     * @param capacityBytes the tier's capacity: the cache's maximum weight
+     * @param bytesOf a resident block's length: its weight
+     */
+    public WTinyLfuPolicy(long capacityBytes, ToIntFunction<BlockKey> bytesOf) {
+        this.cache = Caffeine.newBuilder()
+                .executor(Runnable::run)
+                .maximumWeight(Math.max(1, capacityBytes))
+                .weigher((BlockKey key, Boolean v) -> Math.max(0, bytesOf.applyAsInt(key)))
+                .evictionListener((@Nullable BlockKey key, @Nullable Boolean v, RemovalCause cause) -> {
+                    if (key != null && cause.wasEvicted()) {
+                        droppedByCache.add(key);
+                    }
+                })
+                .build();
+        this.order = cache.policy().eviction().orElseThrow();
+    }
 
     @Override
     public EvictionPolicyKind kind() {
         return EvictionPolicyKind.W_TINYLFU;
     }
 
-    private int windowMax() {
-        return Math.max(1, where.size() / 100);
-    }
-
-    private int protectedMax() {
-        return Math.max(1, (where.size() - windowMax()) * 8 / 10);
-    }
-
     @Override
-    public void onInsert(BlockKey key, BlockKey parent) {
-        if (where.containsKey(key)) {
-            onAccess(key);
-            return;
-        }
-        sketch.ensureCapacity(where.size() + 1);
-        sketch.increment(key);
-        window.put(key, Boolean.TRUE);
-        where.put(key, Segment.WINDOW);
-        while (window.size() > windowMax()) {
-            BlockKey eldest = window.keySet().iterator().next();
-            window.remove(eldest);
-            probation.put(eldest, Boolean.TRUE);
-            where.put(eldest, Segment.PROBATION);
+    public void onInsert(BlockKey key, @Nullable BlockKey parent) {
+        if (cache.getIfPresent(key) == null) {
+            droppedByCache.remove(key);
+            cache.put(key, Boolean.TRUE);
         }
     }
 
     @Override
     public void onAccess(BlockKey key) {
-        Segment segment = where.get(key);
-        if (segment == null) {
-            return;
-        }
-        sketch.increment(key);
-        switch (segment) {
-            case WINDOW -> window.get(key);
-            case PROTECTED -> protectedSegment.get(key);
-            case PROBATION -> {
-                probation.remove(key);
-                protectedSegment.put(key, Boolean.TRUE);
-                where.put(key, Segment.PROTECTED);
-                while (protectedSegment.size() > protectedMax()) {
-                    BlockKey demoted = protectedSegment.keySet().iterator().next();
-                    protectedSegment.remove(demoted);
-                    probation.put(demoted, Boolean.TRUE);
-                    where.put(demoted, Segment.PROBATION);
-                }
-            }
+        // a read through Caffeine is what counts the access in its sketch and its hit sample
+        if (cache.getIfPresent(key) == null && droppedByCache.remove(key)) {
+            cache.put(key, Boolean.TRUE);
         }
     }
 
     @Override
     public void onRemove(BlockKey key) {
-        Segment segment = where.remove(key);
-        if (segment == null) {
-            return;
-        }
-        switch (segment) {
-            case WINDOW -> window.remove(key);
-            case PROBATION -> probation.remove(key);
-            case PROTECTED -> protectedSegment.remove(key);
-        }
+        cache.invalidate(key);
+        droppedByCache.remove(key);
     }
 
     @Override
-    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
-        BlockKey candidate = first(window, evictable);
-        BlockKey victim = first(probation, evictable);
-        if (victim == null) {
-            victim = first(protectedSegment, evictable);
-        }
-        if (candidate == null) {
-            return victim;
-        }
-        if (victim == null) {
-            return candidate;
-        }
-        // TinyLFU admission: the window's candidate enters main only if it is more frequent than main's victim.
-        return sketch.frequency(candidate) > sketch.frequency(victim) ? victim : candidate;
-    }
-
-    private static BlockKey first(LinkedHashMap<BlockKey, Boolean> segment, Predicate<BlockKey> evictable) {
-        for (BlockKey key : segment.keySet()) {
+    public @Nullable BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        for (BlockKey key : droppedByCache) {
             if (evictable.test(key)) {
                 return key;
             }
         }
-        return null;
+        return order.coldest(entries -> entries.map(Policy.CacheEntry::getKey)
+                .filter(evictable)
+                .findFirst()
+                .orElse(null));
     }
 
     @Override
     public List<BlockKey> coldestFirst() {
-        List<BlockKey> keys = new ArrayList<>(where.size());
-        keys.addAll(probation.keySet());
-        keys.addAll(window.keySet());
-        keys.addAll(protectedSegment.keySet());
+        List<BlockKey> keys = new ArrayList<>(droppedByCache);
+        keys.addAll(order.coldest(Integer.MAX_VALUE).keySet());
         return keys;
     }
 
     @Override
     public int size() {
-        return where.size();
-    }
-
-    int frequency(BlockKey key) {
-        return sketch.frequency(key);
+        cache.cleanUp();
+        return (int) cache.estimatedSize() + droppedByCache.size();
     }
 }

@@ -174,7 +174,7 @@ final class Pickle {
             System.arraycopy(utf8, 0, buf, pos, utf8.length);
             pos += utf8.length;
         } else {
-            writeLarge(utf8.length <= 0xFFFF_FFFFL ? BINUNICODE : BINUNICODE8, utf8);
+            writeLarge(BINUNICODE, utf8); // a Java array is under 4 GiB: BINUNICODE8 is never needed
         }
         memoize(s, s.length() == 0 || (s.length() == 1 && s.charAt(0) < 0x100));
     }

@@ -78,7 +78,7 @@ class EvictionPoliciesTest {
     @Test
     void wTinyLfuKeepsAReusedBlockThatLruLosesToAScan() {
         int lruHits = hitsOnReusedBlock(new LruPolicy());
-        int tinyLfuHits = hitsOnReusedBlock(new WTinyLfuPolicy());
+        int tinyLfuHits = hitsOnReusedBlock(new WTinyLfuPolicy(200, key -> 1));
         assertThat(lruHits).isZero();
         assertThat(tinyLfuHits).isGreaterThanOrEqualTo(30); // 39 reuses after the first insert
     }
@@ -118,7 +118,7 @@ class EvictionPoliciesTest {
     @Test
     void switchingPolicyKeepsEveryTrackedBlock() {
         Map<BlockKey, BlockKey> parents = new HashMap<>();
-        TierPolicy tierPolicy = new TierPolicy(EvictionPolicyKind.LRU, parents::get);
+        TierPolicy tierPolicy = new TierPolicy(EvictionPolicyKind.LRU, 1 << 20, parents::get, key -> 1);
         for (int i = 1; i <= 50; i++) {
             BlockKey parent = i % 10 == 1 ? null : k(i - 1);
             parents.put(k(i), parent);
@@ -149,7 +149,7 @@ class EvictionPoliciesTest {
 
     @Test
     void aLookupsPrefixCountsAsOneAccessPerBlockInOrder() {
-        TierPolicy policy = new TierPolicy(EvictionPolicyKind.LRU, key -> null);
+        TierPolicy policy = new TierPolicy(EvictionPolicyKind.LRU, 1 << 20, key -> null, key -> 1);
         for (int i = 1; i <= 5; i++) {
             policy.onInsert(k(i), null);
         }

@@ -141,11 +141,6 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public int pin(AdminController.PinRequest request, boolean pin) {
-        return pin ? admin.pin(request).pinnedBlocks() : admin.unpin(request).unpinnedBlocks();
-    }
-
-    @Override
     public AdminController.Tiers tiers() {
         return admin.tiers();
     }

@@ -29,7 +29,7 @@ import java.util.List;
 public final class Placement {
 
     /** Salt that keeps the run-boundary test independent of the owner weights. */
-    private static final long RUN_SALT = 0x5DEECE66DL * 0x9E3779B97F4A7C15L;
+    private static final long RUN_SALT = 0xC4D3D905B78DB2F1L; // 0x5DEECE66D * 0x9E3779B97F4A7C15, wrapped
 
     private Placement() {}
 

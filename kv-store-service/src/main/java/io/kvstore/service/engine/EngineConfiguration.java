@@ -16,8 +16,6 @@ import io.kvstore.service.transport.BackendProbe;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
-import io.kvstore.tier.device.CudaDeviceCopier;
-import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -66,7 +64,7 @@ public class EngineConfiguration {
         try {
             var t = properties.tiers();
             if (t.hbm() != null) {
-                tiers.add(hbmTier(t.hbm()));
+                tiers.add(memoryTier(TierId.HBM, t.hbm()));
                 settings.put(TierId.HBM, settingsOf(t.hbm()));
             }
             var dram = t.dram();
@@ -152,20 +150,6 @@ public class EngineConfiguration {
                     "kvstore.local.directory: " + provider.availability().detail());
         }
         return provider;
-    }
-
-    /**
-     * The HBM tier: on {@code cuda-device}, GPU memory (device 0 of those CUDA_VISIBLE_DEVICES shows)
-     * moved by CUDA copies; otherwise a memory tier the CPU copies ({@code emulated-device} for demos).
-     */
-    private static BlockTier hbmTier(KvStoreProperties.MemoryTier p) {
-        if (CudaDeviceCopier.NAME.equals(p.provider())) {
-            return new DeviceTier(
-                    TierId.HBM,
-                    new CudaDeviceCopier(0, p.capacity().toBytes()),
-                    p.slabSize().toBytes());
-        }
-        return memoryTier(TierId.HBM, p);
     }
 
     private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {

@@ -43,6 +43,6 @@ class DataPlaneChoiceTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("kvstore.transport.data-plane=" + request + " but " + reason)
                 .hasMessageContaining("kvstore.transport.data-plane=auto");
-        assertThat(Plane.valueOf(request.name())).isNotNull();
+        assertThat(Plane.valueOf(request.name()).name()).isEqualTo(request.name());
     }
 }

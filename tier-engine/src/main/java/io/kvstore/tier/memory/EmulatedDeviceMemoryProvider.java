@@ -28,6 +28,7 @@ public final class EmulatedDeviceMemoryProvider implements MemoryProvider {
     }
 
     @Override
+    @SuppressWarnings("MustBeClosedChecker") // the arena lives as long as the region, which closes it
     public MemoryRegion allocate(long bytes) {
         if (bytes <= 0 || bytes % 4096 != 0) {
             throw new IllegalArgumentException("region size must be a positive multiple of 4 KiB, got " + bytes);

@@ -30,6 +30,7 @@ public final class HostMemoryProvider implements MemoryProvider {
     }
 
     @Override
+    @SuppressWarnings("MustBeClosedChecker") // the arena lives as long as the region, which closes it
     public MemoryRegion allocate(long bytes) {
         if (bytes <= 0 || bytes % PAGE != 0) {
             throw new IllegalArgumentException("host region size must be a positive multiple of 4 KiB, got " + bytes);

@@ -1,4 +1,4 @@
-package io.kvstore.eviction;
+package io.kvstore.bench.eviction;
 
 /**
  * A count-min sketch of 4-bit counters estimating how often each block was seen recently, the
@@ -11,7 +11,7 @@ package io.kvstore.eviction;
  * and the 4-bit cap (15) bounds how long a once-hot key keeps its lead. The table grows with the
  * tracked population so the error stays small.
  */
-final class FrequencySketch {
+final class HomeMadeFrequencySketch {
 
     private static final long RESET_MASK = 0x7777_7777_7777_7777L;
     private static final long[] SEEDS = {

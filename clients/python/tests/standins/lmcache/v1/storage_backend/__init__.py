@@ -1,1 +1,0 @@
-"""Stand-in package: see lmcache/v1/storage_backend/connector/."""

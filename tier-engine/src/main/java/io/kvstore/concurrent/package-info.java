@@ -1,0 +1,5 @@
+/** See the package classes. */
+@NullMarked
+package io.kvstore.concurrent;
+
+import org.jspecify.annotations.NullMarked;

@@ -1,0 +1,60 @@
+package io.kvstore.block;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.HashSet;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+
+class BlockHashTest {
+
+    @Test
+    void equalBytesHaveEqualHashCodesWhateverTheFactory() {
+        BlockHash a = BlockHash.ofLong(0x0123_4567_89AB_CDEFL);
+        BlockHash b = BlockHash.ofHex("0123456789abcdef");
+        BlockHash c =
+                BlockHash.of(new byte[] {1, 0x23, 0x45, 0x67, (byte) 0x89, (byte) 0xAB, (byte) 0xCD, (byte) 0xEF});
+        assertThat(a).isEqualTo(b).isEqualTo(c);
+        assertThat(a.hashCode()).isEqualTo(b.hashCode()).isEqualTo(c.hashCode());
+    }
+
+    /**
+     * Consecutive small ids (what a test client or a naive engine sends) must not cluster: with
+     * {@code Arrays.hashCode} 4,096 consecutive ids fell into a few hundred of 4,096 buckets.
+     */
+    @Test
+    void consecutiveIdsSpreadOverBucketsLikeRandomValues() {
+        Set<Integer> buckets = new HashSet<>();
+        for (long id = 0; id < 4096; id++) {
+            buckets.add(BlockHash.ofLong(id).hashCode() & 4095);
+        }
+        // random placement fills 4096 * (1 - 1/e) = 2589 buckets on average, sd about 20
+        assertThat(buckets.size()).isGreaterThan(2450);
+    }
+
+    /**
+     * Hashes a client chose so that Java's plain byte-array hash collides (here: all equal under
+     * Arrays.hashCode) still land in different buckets, because the hash is keyed by a process secret.
+     */
+    @Test
+    void inputsCollidingUnderAPlainHashDoNotCollideUnderTheKeyedOne() {
+        // every [a, b, c] with 961a + 31b + c equal has the same Arrays.hashCode
+        Set<Integer> plain = new HashSet<>();
+        Set<Integer> keyed = new HashSet<>();
+        int inputs = 0;
+        for (int a = -4; a <= 4; a++) {
+            for (int b = -128; b <= 127; b++) {
+                int c = 1000 - 961 * a - 31 * b;
+                if (c >= -128 && c <= 127) {
+                    byte[] bytes = {(byte) a, (byte) b, (byte) c};
+                    plain.add(java.util.Arrays.hashCode(bytes));
+                    keyed.add(BlockHash.of(bytes).hashCode());
+                    inputs++;
+                }
+            }
+        }
+        assertThat(inputs).isGreaterThan(60);
+        assertThat(plain).hasSize(1);
+        assertThat(keyed).hasSize(inputs);
+    }
+}
