@@ -2,6 +2,7 @@
 # kvstore's service beside Redis on this machine: 2,048-block lookups by 64 clients; 2 MiB blocks stored and
 # fetched over HTTP (framed batches) and over the one-sided UCX path, beside Redis SET/GET of the same blocks.
 # Usage: bench/service.sh [blocks] [batch] [lookup-seconds]   (needs redis-server; builds the jars if absent)
+# The service's one-sided path is forced to direct UCX (OneSidedLoad drives a UCX worker), NIXL present or not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BLOCKS=${1:-512}          # 2 MiB each: 1 GiB working set, far beyond the CPU caches
@@ -22,7 +23,8 @@ trap cleanup EXIT
 
 "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx2g -jar "$SERVICE" --server.port=$PORT --kvstore.data-dir="$WORK/data" \
   --kvstore.tiers.dram.capacity=$(( BLOCKS * 2 * 5 / 4 + 64 ))MB --kvstore.tiers.nvme.enabled=false \
-  --kvstore.max-request-size=256MB --logging.level.root=WARN >"$WORK/service.log" 2>&1 &
+  --kvstore.max-request-size=256MB --kvstore.transport.data-plane=ucx \
+  --logging.level.root=WARN >"$WORK/service.log" 2>&1 &
 SVC=$!
 redis-server --port $RPORT --save '' --appendonly no --maxmemory $(( BLOCKS * 2 * 3 / 2 + 64 ))mb \
   --proto-max-bulk-len 64mb --client-query-buffer-limit 1gb --daemonize no >"$WORK/redis.log" 2>&1 &

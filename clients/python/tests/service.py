@@ -63,7 +63,7 @@ class Service:
         self.log_path = self.data_dir / "service.log"
 
     def args(self) -> list:
-        return [
+        defaults = [
             f"--server.port={self.port}",
             "--server.address=127.0.0.1",
             f"--kvstore.data-dir={self.data_dir}",
@@ -76,7 +76,10 @@ class Service:
             "--kvstore.tiers.nvme.slab-size=4MB",
             "--spring.main.banner-mode=off",
             f"--kvstore.local.enabled={str(self.local).lower()}",
-        ] + self.extra_args
+        ]
+        # an extra argument replaces the default of the same property
+        names = {a.split("=", 1)[0] for a in self.extra_args}
+        return [a for a in defaults if a.split("=", 1)[0] not in names] + self.extra_args
 
     def start(self) -> "Service":
         cmd = launch_command()

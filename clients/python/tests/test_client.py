@@ -147,3 +147,15 @@ def test_a_token_is_sent_as_a_bearer_header(service, ns):
     with pytest.raises(kvstore.Forbidden) as e:
         wrong.request_json("GET", "/admin/tiers")
     assert e.value.status == 403
+
+
+def test_all_hashes_names_every_full_block_so_a_client_stores_under_kvstore_hashes(client, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    tokens = list(range(1000, 1000 + 5 * SMALL.block_size + 3))  # five full blocks and a partial one
+    r = client.lookup(ns, token_ids=tokens, all_hashes=True)
+    assert r.matched_blocks == 0 and len(r.block_hashes) == 5
+    _, data, _ = prompt(5, SMALL.block_bytes, seed=8)
+    hs = r.block_hashes
+    client.store(ns, [Block(h, d, hs[i - 1] if i else None) for i, (h, d) in enumerate(zip(hs, data))])
+    again = client.lookup(ns, token_ids=tokens)
+    assert again.matched_blocks == 5 and again.matched_tokens == 5 * SMALL.block_size

@@ -169,3 +169,42 @@ def test_without_the_local_path_data_path_falls_back_to_http_and_says_why(tmp_pa
             data_path(c, local="require")
     finally:
         svc.stop()
+
+
+def test_a_killed_client_holding_a_lease_has_its_blocks_freed_when_the_lease_expires(service, client, local, ns):
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, _, blocks = prompt(6, SMALL.block_bytes, seed=18)
+    local.store(ns, blocks)
+    src = Path(__file__).resolve().parents[1] / "src"
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time; sys.path.insert(0, sys.argv[1]); import kvstore\n"
+         "c = kvstore.KvStoreClient(sys.argv[2])\n"
+         "r = c.request_json('POST', f'/v1/local/namespaces/{sys.argv[3]}/blocks:lease', {'blockHashes': sys.argv[4:]})\n"
+         "print(r['leaseId'], flush=True); time.sleep(600)",
+         str(src), service.url, ns, *[h.hex() for h in hashes]],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        lease_id = holder.stdout.readline().strip()
+        assert client.lease(lease_id)["blocks"] == [h.hex() for h in hashes]
+        with pytest.raises(kvstore.Conflict):
+            client.delete_namespace(ns)  # held
+        holder.kill()  # dies mid-copy, never releasing
+        holder.wait(timeout=30)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                client.lease(lease_id)
+                time.sleep(0.2)
+            except kvstore.NotFound:
+                break
+        with pytest.raises(kvstore.NotFound):
+            client.lease(lease_id)  # expired after kvstore.lease-timeout (6 s here)
+        assert client.delete_namespace(ns) == 6
+    finally:
+        holder.kill()

@@ -67,7 +67,15 @@ class Layout:
         """A layout of exactly ``block_bytes`` (even) bytes, for engines that hand over opaque pages."""
         if block_bytes <= 0 or block_bytes % 2:
             raise ValueError(f"block_bytes must be positive and even, got {block_bytes}")
-        return Layout(layers=1, kv_heads=1, head_dim=block_bytes // 2, dtype="uint8", block_size=1)
+        rest = block_bytes // 2
+        dims = []
+        for limit in (65536, 65536, 4096):  # headDim, blockSize, kvHeads as the service bounds them
+            d = next(d for d in range(min(rest, limit), 0, -1) if rest % d == 0)
+            dims.append(d)
+            rest //= d
+        if rest != 1:
+            raise ValueError(f"{block_bytes} bytes cannot be expressed as a layout")
+        return Layout(layers=1, kv_heads=dims[2], head_dim=dims[0], dtype="uint8", block_size=dims[1])
 
     def to_json(self) -> dict:
         return {
@@ -339,8 +347,6 @@ class KvStoreClient:
 
         Fills ``out`` (per hash a writable buffer of the block size, or a list of buffers that together are
         one) when given, else returns new numpy uint8 arrays. NotFound names the first block kvstore does not hold.
-        A block that failed verification (or was lost) after the answer began comes as a missing frame: its
-        entry is ``None`` (``out[i]`` untouched) and the rest are read as usual; recompute it.
         """
         path = f"/v1/namespaces/{_q(namespace)}/blocks:fetch"
         body = json.dumps({"blockHashes": [_hex(h) for h in hashes]}).encode()
@@ -358,9 +364,6 @@ class KvStoreClient:
                 (length,) = struct.unpack(">I", _read_exact(resp, 4))
                 if got != bytes(want):
                     raise KvStoreError(f"fetch: frame {i} holds block {got.hex()}, asked for {_hex(want)}")
-                if length == _MISSING:
-                    result.append(None)
-                    continue
                 if out is not None:
                     target = out[i]
                     pieces = _parts(target)
@@ -396,9 +399,6 @@ class KvStoreClient:
     def cancel(self, reservation_id: str) -> None:
         """Cancels an uncommitted reservation; its slots return to the pool."""
         self.request_json("DELETE", f"/v1/reservations/{_q(reservation_id)}")
-
-
-_MISSING = 0xFFFFFFFF  # length of a missing frame in a fetch answer: no bytes follow
 
 
 def _q(s: str) -> str:

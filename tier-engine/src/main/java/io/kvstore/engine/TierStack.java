@@ -5,6 +5,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.eviction.TierPolicy;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.MemoryTier;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -149,7 +150,7 @@ final class TierStack implements AutoCloseable {
             out.add(new TierStats(
                     t.id(),
                     t.provider(),
-                    t instanceof MemoryTier m && m.emulated(),
+                    t instanceof MemoryTier m && m.emulated() || t instanceof DeviceTier d && d.emulated(),
                     t.capacityBytes(),
                     t.usedBytes(),
                     t.blockCount(),

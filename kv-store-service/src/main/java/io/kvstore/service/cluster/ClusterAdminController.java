@@ -7,6 +7,7 @@ import java.util.Map;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.GetMapping;
+import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
@@ -21,6 +22,8 @@ import org.springframework.web.bind.annotation.RestController;
 @RequestMapping("/admin")
 @ConditionalOnBooleanProperty("kvstore.cluster.enabled")
 public class ClusterAdminController {
+
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(ClusterAdminController.class);
 
     private final AdminController admin;
     private final ClusterSettings settings;
@@ -46,6 +49,37 @@ public class ClusterAdminController {
         }
         settings.publishPolicy(changed);
         return result;
+    }
+
+    /**
+     * Pins the named blocks on every live node that holds them, now: a pin is a hold on blocks resident at
+     * the call (as on a single node), so it is sent to each node once rather than replayed from etcd, which
+     * would pin a block twice. Validated here first; a node that cannot be reached is skipped (logged).
+     */
+    @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
+    public AdminController.Pinned pin(@RequestBody AdminController.PinRequest request) {
+        return new AdminController.Pinned(onEveryNode(request, true));
+    }
+
+    /** Unpins the named blocks on every live node, as {@link #pin}. */
+    @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
+    public AdminController.Unpinned unpin(@RequestBody AdminController.PinRequest request) {
+        return new AdminController.Unpinned(onEveryNode(request, false));
+    }
+
+    private int onEveryNode(AdminController.PinRequest request, boolean pin) {
+        LocalPeer local = (LocalPeer) peers.of(peers.self());
+        int total = local.pin(request, pin);
+        for (Member m : membership.current().members()) {
+            if (!m.equals(peers.self())) {
+                try {
+                    total += peers.of(m).pin(request, pin);
+                } catch (java.io.IOException e) {
+                    log.warn("cluster: {} not applied on {}: {}", pin ? "pin" : "unpin", m.name(), e.getMessage());
+                }
+            }
+        }
+        return total;
     }
 
     /** One member: its name, address, whether it is the node answering, and its tiers (or why not). */

@@ -124,7 +124,7 @@ public final class LocalPeer implements Peer {
     public byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException {
         try (var fetch =
                 blocks.fetch(namespace, hashes.stream().map(BlockHash::hex).toList())) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            ByteArrayOutputStream out = new ByteArrayOutputStream((int) fetch.contentLength());
             fetch.writeTo(out);
             return out.toByteArray();
         }
@@ -132,12 +132,17 @@ public final class LocalPeer implements Peer {
 
     @Override
     public void declare(String namespace, NamespaceDeclaration declaration) {
-        blocks.declare(namespace, declaration.toSpec(), declaration.tenant());
+        namespaces.declare(namespace, declaration.toSpec());
     }
 
     @Override
     public boolean release(String leaseId) {
         return engine.release(leaseId);
+    }
+
+    @Override
+    public int pin(AdminController.PinRequest request, boolean pin) {
+        return pin ? admin.pin(request).pinnedBlocks() : admin.unpin(request).unpinnedBlocks();
     }
 
     @Override

@@ -63,10 +63,25 @@ public final class Membership implements AutoCloseable {
                 Thread.ofPlatform().name("kvstore-membership").daemon().factory());
     }
 
-    /** Registers this node and reads the member set; throws when etcd cannot be reached. */
+    /**
+     * Registers this node and reads the member set, retrying for up to a minute (etcd starting, a loaded
+     * machine); throws when etcd still cannot be reached.
+     */
     public void start() throws Exception {
-        register();
-        mirror.resync();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                register();
+                mirror.resync();
+                break;
+            } catch (Exception e) {
+                if (System.nanoTime() > deadline) {
+                    throw e;
+                }
+                log.warn("cluster: etcd not reachable yet ({}); retrying", e.toString());
+                Thread.sleep(1000);
+            }
+        }
         long period = Math.max(500, ttlSeconds * 1000 / 3);
         scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.MILLISECONDS);
         log.info(

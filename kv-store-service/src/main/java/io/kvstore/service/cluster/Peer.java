@@ -37,6 +37,9 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
     /** Releases a lease this node granted; false when it was unknown. */
     boolean release(String leaseId) throws IOException;
 
+    /** Pins ({@code pin} true) or unpins the named blocks this node holds; how many it pinned or unpinned. */
+    int pin(AdminController.PinRequest request, boolean pin) throws IOException;
+
     /** This node's tiers as {@code GET /admin/tiers} shows them. */
     AdminController.Tiers tiers() throws IOException;
 

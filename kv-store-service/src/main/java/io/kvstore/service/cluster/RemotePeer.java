@@ -101,15 +101,28 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
+    public int pin(AdminController.PinRequest request, boolean pin) throws IOException {
+        byte[] answer = send(admin(pin ? "/admin/pin" : "/admin/unpin")
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(request))));
+        JsonNode counts = json.readTree(answer);
+        return counts.path(pin ? "pinnedBlocks" : "unpinnedBlocks").asInt();
+    }
+
+    @Override
     public AdminController.Tiers tiers() throws IOException {
-        var request = HttpRequest.newBuilder(URI.create(member.address() + "/admin/tiers"))
+        return json.readValue(send(admin("/admin/tiers").GET()), AdminController.Tiers.class);
+    }
+
+    /** A call to the peer's admin API, with this cluster's admin token (every node has the same). */
+    private HttpRequest.Builder admin(String path) {
+        var request = HttpRequest.newBuilder(URI.create(member.address() + path))
                 .timeout(timeout)
-                .header(FORWARDED, self.name())
-                .GET();
+                .header(FORWARDED, self.name());
         if (adminToken != null && !adminToken.isBlank()) {
             request.header("Authorization", "Bearer " + adminToken);
         }
-        return json.readValue(send(request), AdminController.Tiers.class);
+        return request;
     }
 
     private HttpRequest.Builder request(String path) {

@@ -12,11 +12,12 @@ import io.kvstore.service.local.LocalDataPath;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
-import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.transport.BackendProbe;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
+import io.kvstore.tier.device.CudaDeviceCopier;
+import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -65,7 +66,7 @@ public class EngineConfiguration {
         try {
             var t = properties.tiers();
             if (t.hbm() != null) {
-                tiers.add(memoryTier(TierId.HBM, t.hbm()));
+                tiers.add(hbmTier(t.hbm()));
                 settings.put(TierId.HBM, settingsOf(t.hbm()));
             }
             var dram = t.dram();
@@ -116,9 +117,7 @@ public class EngineConfiguration {
 
     @Bean
     BodySizeLimitFilter bodySizeLimitFilter(KvStoreProperties properties) {
-        return new BodySizeLimitFilter(
-                properties.maxRequestSize().toBytes(),
-                properties.limits().maxJsonBody().toBytes());
+        return new BodySizeLimitFilter(properties.maxRequestSize().toBytes());
     }
 
     @Bean(destroyMethod = "close")
@@ -128,24 +127,7 @@ public class EngineConfiguration {
 
     @Bean
     NamespaceRegistry namespaceRegistry(KvStoreProperties properties, JsonMapper json) {
-        // a block must fit one slab of every tier it may land in
-        var t = properties.tiers();
-        long max = t.dram().slabSize().toBytes();
-        String setting = "kvstore.tiers.dram.slab-size";
-        if (t.hbm() != null && t.hbm().slabSize().toBytes() < max) {
-            max = t.hbm().slabSize().toBytes();
-            setting = "kvstore.tiers.hbm.slab-size";
-        }
-        if (t.nvme().enabled() && t.nvme().slabSize().toBytes() < max) {
-            max = t.nvme().slabSize().toBytes();
-            setting = "kvstore.tiers.nvme.slab-size";
-        }
-        return new NamespaceRegistry(properties.dataDir(), json, max, setting);
-    }
-
-    @Bean
-    ReservationLedger reservationLedger(KvStoreProperties properties) {
-        return new ReservationLedger(properties, Clock.systemUTC());
+        return new NamespaceRegistry(properties.dataDir(), json);
     }
 
     @Bean
@@ -170,6 +152,20 @@ public class EngineConfiguration {
                     "kvstore.local.directory: " + provider.availability().detail());
         }
         return provider;
+    }
+
+    /**
+     * The HBM tier: on {@code cuda-device}, GPU memory (device 0 of those CUDA_VISIBLE_DEVICES shows)
+     * moved by CUDA copies; otherwise a memory tier the CPU copies ({@code emulated-device} for demos).
+     */
+    private static BlockTier hbmTier(KvStoreProperties.MemoryTier p) {
+        if (CudaDeviceCopier.NAME.equals(p.provider())) {
+            return new DeviceTier(
+                    TierId.HBM,
+                    new CudaDeviceCopier(0, p.capacity().toBytes()),
+                    p.slabSize().toBytes());
+        }
+        return memoryTier(TierId.HBM, p);
     }
 
     private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {

@@ -226,6 +226,30 @@ class ClusterTest {
         assertThat(answer.path("matchedBlocks").asInt()).isEqualTo(300);
     }
 
+    @Test
+    @Order(8)
+    void pinsApplyOnEveryNodeHoldingTheBlocks() throws Exception {
+        String request =
+                "{\"namespace\":\"" + NS + "\",\"blockHashes\":" + ClusterNodes.hexList(prompt.subList(0, 50)) + "}";
+        var pinned = ClusterNodes.send(
+                nodes.get(3).base(), "POST", "/admin/pin", request, "Authorization", "Bearer " + ADMIN_TOKEN);
+        assertThat(pinned.statusCode()).as(pinned.body()).isEqualTo(200);
+        // the 50 blocks live on several nodes, once each: every one is pinned where it is
+        assertThat(JSON.readTree(pinned.body()).path("pinnedBlocks").asInt()).isEqualTo(50);
+        var deleted = ClusterNodes.send(
+                nodes.get(0).base(),
+                "DELETE",
+                "/v1/namespaces/" + NS + "/blocks/" + prompt.get(0).hex(),
+                null,
+                Peer.FORWARDED,
+                "test");
+        assertThat(deleted.statusCode()).isIn(404, 409); // pinned where it is held, absent elsewhere
+        var unpinned = ClusterNodes.send(
+                nodes.get(1).base(), "POST", "/admin/unpin", request, "Authorization", "Bearer " + ADMIN_TOKEN);
+        assertThat(JSON.readTree(unpinned.body()).path("unpinnedBlocks").asInt())
+                .isEqualTo(50);
+    }
+
     /** The framed batch holds exactly {@code expected}, in order, each block's bytes as stored. */
     static void assertFrames(byte[] body, List<BlockHash> expected) throws Exception {
         var reader =

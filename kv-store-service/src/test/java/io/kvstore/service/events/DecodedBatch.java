@@ -14,10 +14,10 @@ import org.msgpack.value.ValueType;
  * A test subscriber's reading of one {@code [topic, seq, payload]} message, decoded with msgpack-core
  * against vLLM's schema (array or map form of the events): what a router would see.
  */
-record DecodedBatch(String topic, long seq, double ts, List<Event> events, int dataParallelRank) {
+public record DecodedBatch(String topic, long seq, double ts, List<Event> events, int dataParallelRank) {
 
     /** One event: its tag and the fields kvstore sets. */
-    record Event(String type, List<Long> hashes, Long parent, int blockSize, String medium) {}
+    public record Event(String type, List<Long> hashes, Long parent, int blockSize, String medium) {}
 
     static DecodedBatch decode(String topic, long seq, byte[] payload) throws IOException {
         try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {

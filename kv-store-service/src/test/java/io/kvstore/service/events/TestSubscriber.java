@@ -16,7 +16,7 @@ import org.zeromq.ZMQ;
  * A Java subscriber on real loopback sockets: a SUB socket read by its own thread, and replay requests on
  * a DEALER socket as vLLM's example subscriber makes them.
  */
-final class TestSubscriber implements AutoCloseable {
+public final class TestSubscriber implements AutoCloseable {
 
     private final ZContext context = new ZContext(1);
     private final List<DecodedBatch> live = new CopyOnWriteArrayList<>();
@@ -25,7 +25,7 @@ final class TestSubscriber implements AutoCloseable {
     private final Thread reader;
     private volatile boolean running = true;
 
-    TestSubscriber(String endpoint, String replayEndpoint) {
+    public TestSubscriber(String endpoint, String replayEndpoint) {
         this.replayEndpoint = replayEndpoint;
         ZMQ.Socket sub = context.createSocket(SocketType.SUB);
         sub.connect(endpoint);
@@ -90,7 +90,7 @@ final class TestSubscriber implements AutoCloseable {
      * Asks the replay socket for every batch from {@code startSeq} on; the answer ends at seq -1. A request
      * unanswered for 15 s is sent again on a new socket (a client's usual retry), at most three times.
      */
-    List<DecodedBatch> replay(long startSeq) throws Exception {
+    public List<DecodedBatch> replay(long startSeq) throws Exception {
         for (int attempt = 1; ; attempt++) {
             List<DecodedBatch> answer = replayOnce(startSeq);
             if (answer != null) {

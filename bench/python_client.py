@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Python client store/fetch throughput over the same-host shared-memory path and over HTTP, beside a
+numpy copy of the same bytes and Redis SET/GET (python3-redis), all in one run on this machine.
+
+Usage: python3 bench/python_client.py [MiB-per-round] [rounds]   (builds nothing: needs
+kv-store-service/target/kv-store-service-*.jar and redis-server; prints a markdown table)
+
+Each round moves the same working set (default 256 MiB) in batches of 32 MiB; a store round uses fresh
+hashes, a fetch round reads what the last store round wrote. The best round of each is reported: the
+machine is shared, and the best round is the one least disturbed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "clients/python/src"))
+sys.path.insert(0, str(ROOT / "clients/python/tests"))
+
+import kvstore  # noqa: E402
+from kvstore import Block, Layout  # noqa: E402
+from kvstore.shm import LocalDataPath  # noqa: E402
+from service import Service, free_port  # noqa: E402
+
+MIB = 1 << 20
+WORKING = int(sys.argv[1]) * MIB if len(sys.argv) > 1 else 256 * MIB
+ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+BATCH_BYTES = 32 * MIB
+
+
+def hashes(n, tag):
+    return [hashlib.sha256(f"{tag}-{i}".encode()).digest() for i in range(n)]
+
+
+def best(fn, rounds=ROUNDS):
+    times = []
+    for r in range(rounds):
+        t0 = time.perf_counter()
+        fn(r)
+        times.append(time.perf_counter() - t0)
+    return WORKING / min(times) / 1e9
+
+
+def main():
+    tmp = Path(tempfile.mkdtemp(prefix="kvstore-pybench-"))
+    svc = Service(tmp / "kv", extra_args=[
+        f"--kvstore.tiers.dram.capacity={(WORKING * 3) // MIB + 64}MB", "--kvstore.tiers.dram.slab-size=32MB",
+        "--kvstore.tiers.nvme.enabled=false", "--kvstore.max-request-size=256MB", "--logging.level.root=WARN"],
+        lease_timeout="120s")
+    svc.start()
+    rport = free_port()
+    redis_proc = subprocess.Popen(["redis-server", "--port", str(rport), "--save", "", "--appendonly", "no",
+                                   "--proto-max-bulk-len", "64mb", "--daemonize", "no"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import redis
+
+        r = redis.Redis(port=rport)
+        for _ in range(100):
+            try:
+                r.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.1)
+        client = kvstore.KvStoreClient(svc.url)
+        local = LocalDataPath(client)
+        rows = []
+        for size in (256 * 1024, 2 * MIB):
+            n = WORKING // size
+            per_batch = max(1, BATCH_BYTES // size)
+            ns = f"bench-{size}"
+            client.declare_namespace(ns, Layout.for_bytes(size), hash_seed="0")
+            rng = np.random.default_rng(size)
+            src = [rng.integers(0, 256, size, dtype=np.uint8) for _ in range(n)]
+            dst = [np.empty(size, dtype=np.uint8) for _ in range(n)]
+            batches = [range(i, min(n, i + per_batch)) for i in range(0, n, per_batch)]
+
+            def copy(_):
+                for a, b in zip(src, dst):
+                    np.copyto(b, a)
+
+            written = {}
+
+            def store_with(path, tag):
+                def run(rnd):
+                    hs = hashes(n, f"{tag}-{rnd}")
+                    for b in batches:
+                        path(ns, [Block(hs[i], src[i], hs[i - 1] if i else None) for i in b])
+                    written[tag] = hs
+                return run
+
+            def shm_fetch(_):
+                hs = written["shm"]
+                for b in batches:
+                    assert local.load(ns, [hs[i] for i in b], [dst[i] for i in b]) == len(b)
+
+            def http_fetch(_):
+                hs = written["http"]
+                for b in batches:
+                    client.fetch(ns, [hs[i] for i in b], out=[dst[i] for i in b])
+
+            def redis_set(rnd):
+                p = r.pipeline(transaction=False)
+                for bi, b in enumerate(batches):
+                    for i in b:
+                        p.set(f"{size}-{rnd}-{i}", src[i].data)
+                    p.execute()
+                written["redis"] = rnd
+
+            def redis_get(_):
+                rnd = written["redis"]
+                for b in batches:
+                    p = r.pipeline(transaction=False)
+                    for i in b:
+                        p.get(f"{size}-{rnd}-{i}")
+                    for i, v in zip(b, p.execute()):
+                        dst[i][:] = np.frombuffer(v, dtype=np.uint8)
+
+            results = {"numpy copy": best(copy)}
+            results["shm store"] = best(store_with(local.store, "shm"))
+            results["shm fetch"] = best(shm_fetch)
+            assert all(np.array_equal(a, b) for a, b in zip(src, dst))
+            results["http store"] = best(store_with(client.store, "http"))
+            results["http fetch"] = best(http_fetch)
+            assert all(np.array_equal(a, b) for a, b in zip(src, dst))
+            results["redis SET"] = best(redis_set)
+            results["redis GET"] = best(redis_get)
+            r.flushall()
+            client.delete_namespace(ns)
+            rows.append((size, results))
+        print(f"Python {sys.version.split()[0]}, numpy {np.__version__}, CRC32C by "
+              f"{'ISA-L' if kvstore.crc32c.ACCELERATED else 'Python'}; {WORKING // MIB} MiB per round, "
+              f"{BATCH_BYTES // MIB} MiB batches, best of {ROUNDS}; {os.cpu_count()} CPUs")
+        print()
+        print("| block | numpy copy | shm store | shm fetch | HTTP store | HTTP fetch | Redis SET | Redis GET | "
+              "shm store / copy | shm fetch / copy | shm / HTTP store | shm / HTTP fetch |")
+        print("|---|" + "---|" * 12)
+        for size, x in rows:
+            print(f"| {size // 1024} KiB | {x['numpy copy']:.2f} | {x['shm store']:.2f} | {x['shm fetch']:.2f} | "
+                  f"{x['http store']:.2f} | {x['http fetch']:.2f} | {x['redis SET']:.2f} | {x['redis GET']:.2f} | "
+                  f"{x['shm store'] / x['numpy copy']:.2f} | {x['shm fetch'] / x['numpy copy']:.2f} | "
+                  f"{x['shm store'] / x['http store']:.1f}x | {x['shm fetch'] / x['http fetch']:.1f}x |")
+        print("\n(GB/s, 1 GB = 1e9 bytes)")
+    finally:
+        redis_proc.terminate()
+        redis_proc.wait(timeout=30)
+        svc.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""kvstore as an LMCache remote storage plugin (a ``ConnectorAdapter`` creating a ``RemoteConnector``).
+
+Targets ``lmcache/v1/storage_backend/connector/__init__.py`` (ConnectorAdapter, ConnectorContext) at
+LMCache/LMCache 0109660ce57fe9c046eb7953dfb56fb1e3c6d9fd and ``base_connector.py`` (RemoteConnector) at
+01712fbd51d033060d6a8851c06de0ebf351f74e. LMCache configuration::
+
+    remote_url: "kvstore://127.0.0.1:8080/llama-8b"      # namespace in the path (optional)
+    remote_storage_plugins: ["kvstore"]
+    extra_config:
+      remote_storage_plugin.kvstore.module_path: kvstore.lmcache
+      remote_storage_plugin.kvstore.class_name: KvStoreConnectorAdapter
+
+- Keys: a ``CacheEngineKey`` becomes the SHA-256 of its ``to_string()`` (model, world size, worker, chunk
+  hash): 32 bytes, one kvstore block per chunk. LMCache's chunk keys carry no parent; in
+  ``batched_put`` each chunk's parent is the chunk before it in the batch (one request's chunks in order).
+- A block holds a 128-byte header (shape, dtype, memory format, byte count) and the chunk's bytes, padded
+  to a full chunk (``context.get_full_chunk_size_bytes()``), so partial last chunks are stored too and
+  ``get`` rebuilds the memory object with ``local_cpu_backend.allocate(shape, dtype, fmt)``.
+- The async methods run their HTTP and copies on a small thread pool (``run_in_executor``), never on
+  LMCache's event loop. A chunk that cannot be read is ``None`` (LMCache recomputes it).
+
+Not yet run inside LMCache: tested against stand-ins of the interface (clients/python/tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import struct
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, List, Optional
+
+import numpy as np
+
+from lmcache.v1.storage_backend.connector import ConnectorAdapter, ConnectorContext
+from lmcache.v1.storage_backend.connector.base_connector import RemoteConnector
+
+from . import _keys
+from ._buffers import as_bytes
+from .client import Block, KvStoreClient, Layout
+from .errors import KvStoreError, NotFound
+from .shm import data_path
+
+log = logging.getLogger("kvstore.lmcache")
+
+SCHEME = "kvstore://"
+HEADER = 128
+_MAGIC = b"KVSL"
+# magic, version, ndim, nbytes, 8 dims, fmt, dtype name (32 bytes)
+_HEADER_FMT = "<4sHHQ8qi32s"
+
+
+def key_hash(key: Any) -> bytes:
+    text = key.to_string() if hasattr(key, "to_string") else str(key)
+    return hashlib.sha256(text.encode()).digest()
+
+
+def pack_header(shape, dtype, fmt, nbytes: int) -> bytes:
+    dims = list(shape)
+    if len(dims) > 8:
+        raise ValueError(f"shape {tuple(shape)} has more than 8 dimensions")
+    name = str(dtype).encode()[:32]
+    raw = struct.pack(_HEADER_FMT, _MAGIC, 1, len(dims), nbytes, *(dims + [0] * (8 - len(dims))), int(fmt), name)
+    return raw + b"\0" * (HEADER - len(raw))
+
+
+def unpack_header(raw) -> tuple:
+    magic, version, ndim, nbytes, *rest = struct.unpack_from(_HEADER_FMT, bytes(raw[:HEADER]))
+    if magic != _MAGIC or version != 1:
+        raise ValueError("not a kvstore LMCache chunk")
+    dims, fmt, name = rest[:8], rest[8], rest[9].rstrip(b"\0").decode()
+    return tuple(dims[:ndim]), name, fmt, nbytes
+
+
+class KvStoreConnectorAdapter(ConnectorAdapter):
+    """Creates a KvStoreConnector for ``kvstore://host:port[/namespace]`` URLs."""
+
+    def __init__(self) -> None:
+        super().__init__(SCHEME)
+
+    def create_connector(self, context: ConnectorContext) -> RemoteConnector:
+        return KvStoreConnector(context)
+
+
+class KvStoreConnector(RemoteConnector):
+    """An LMCache remote connector kept in a kvstore service."""
+
+    def __init__(self, context: ConnectorContext):
+        parsed = urllib.parse.urlsplit(context.url)
+        extra = (getattr(context.config, "extra_config", None) or {}) if context.config is not None else {}
+        plugin = context.plugin_name or "kvstore"
+
+        def option(name, default=None):
+            return extra.get(f"remote_storage_plugin.{plugin}.{name}", default)
+
+        self.loop = context.loop
+        self.local_cpu_backend = context.local_cpu_backend
+        self.client = KvStoreClient(f"http://{parsed.hostname}:{parsed.port or 8080}", token=option("token"),
+                                    timeout=float(option("timeout", 60)))
+        self._local = option("local", "auto")
+        meta = context.metadata
+        self.namespace = parsed.path.strip("/") or _keys.namespace_name(
+            "lmcache", getattr(meta, "model_name", "model"), f"w{getattr(meta, 'worker_id', 0)}of"
+            f"{getattr(meta, 'world_size', 1)}")
+        self.chunk_bytes = int(context.get_full_chunk_size_bytes())
+        self.block_bytes = HEADER + self.chunk_bytes
+        self._executor = ThreadPoolExecutor(max_workers=int(option("io_threads", 2)), thread_name_prefix="kvstore-lmc")
+        self._path = None
+        self._declared = False
+        self._stored: dict = {}  # key string -> hash, of keys this connector put (for list())
+
+    # ------------------------------------------------------------------ RemoteConnector
+
+    async def exists(self, key) -> bool:
+        return await self._run(self.exists_sync, key)
+
+    def exists_sync(self, key) -> bool:
+        return self._prefix([key_hash(key)]) == 1
+
+    async def get(self, key):
+        return (await self._run(self._get_many, [key]))[0]
+
+    async def put(self, key, memory_obj) -> None:
+        await self._run(self._put_many, [key], [memory_obj])
+
+    async def list(self) -> List[str]:
+        return await self._run(self._list)
+
+    async def close(self) -> None:
+        self._executor.shutdown(wait=True)
+        self.client.close()
+
+    def support_batched_get(self) -> bool:
+        return True
+
+    async def batched_get(self, keys) -> List[Optional[Any]]:
+        return await self._run(self._get_many, list(keys))
+
+    def support_batched_put(self) -> bool:
+        return True
+
+    async def batched_put(self, keys, memory_objs) -> None:
+        await self._run(self._put_many, list(keys), list(memory_objs))
+
+    def support_batched_async_contains(self) -> bool:
+        return True
+
+    async def batched_async_contains(self, lookup_id: str, keys, pin: bool = False) -> int:
+        return await self._run(self._prefix, [key_hash(k) for k in keys])
+
+    def support_batched_contains(self) -> bool:
+        return True
+
+    def batched_contains(self, keys, stop_after_first_not_exits: bool = True) -> List[bool]:
+        n = self._prefix([key_hash(k) for k in keys])
+        if stop_after_first_not_exits:
+            return [i < n for i in range(len(keys))]
+        return [i < n or self._prefix([key_hash(k)]) == 1 for i, k in enumerate(keys)]
+
+    def remove_sync(self, key) -> bool:
+        try:
+            self.client.delete(self.namespace, key_hash(key))
+            return True
+        except KvStoreError:
+            return False
+
+    def __repr__(self) -> str:
+        return f"<KvStoreConnector {self.client.url} namespace={self.namespace}>"
+
+    # ------------------------------------------------------------------ work on the pool
+
+    async def _run(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    def _prefix(self, hashes: List[bytes]) -> int:
+        try:
+            return self.client.lookup(self.namespace, block_hashes=hashes).matched_blocks
+        except NotFound:
+            return 0
+        except KvStoreError as e:
+            log.warning("kvstore lookup failed (%s); reporting misses", e)
+            return 0
+
+    def _put_many(self, keys, memory_objs) -> None:
+        blocks, parent = [], None
+        for key, obj in zip(keys, memory_objs):
+            data = as_bytes(obj.byte_array)
+            if data.nbytes > self.chunk_bytes:
+                raise ValueError(f"chunk of {data.nbytes} bytes is larger than a full chunk ({self.chunk_bytes})")
+            meta = obj.metadata
+            header = np.frombuffer(pack_header(meta.shape, meta.dtype, meta.fmt, data.nbytes), dtype=np.uint8)
+            pad = np.zeros(self.chunk_bytes - data.nbytes, dtype=np.uint8)
+            h = key_hash(key)
+            blocks.append(Block(h, [header, data, pad], parent))
+            parent = h
+        self._declare()
+        try:
+            result = self._data_path().store(self.namespace, blocks)
+        except NotFound:
+            self._declared = False
+            self._declare()
+            result = self._data_path().store(self.namespace, blocks)
+        failed = {h for h, _ in result.failed}
+        for key, b in zip(keys, blocks):
+            if b.hash not in failed:
+                self._stored[key.to_string() if hasattr(key, "to_string") else str(key)] = b.hash
+        if failed:
+            log.warning("kvstore refused %d chunks: %s", len(failed), result.failed[0][1])
+
+    def _get_many(self, keys) -> List[Optional[Any]]:
+        hashes = [key_hash(k) for k in keys]
+        buffers = [np.empty(self.block_bytes, dtype=np.uint8) for _ in keys]
+        ok = [False] * len(keys)
+        i = 0
+        while i < len(keys):
+            try:
+                n = self._data_path().load(self.namespace, hashes[i:], buffers[i:])
+            except NotFound:
+                n = 0
+            except KvStoreError as e:
+                log.warning("kvstore get failed: %s", e)
+                break
+            for j in range(i, i + n):
+                ok[j] = True
+            i += n + 1
+        out: List[Optional[Any]] = []
+        for good, buf in zip(ok, buffers):
+            out.append(self._memory_obj(buf) if good else None)
+        return out
+
+    def _memory_obj(self, buf: np.ndarray):
+        shape, dtype_name, fmt, nbytes = unpack_header(buf)
+        obj = self.local_cpu_backend.allocate(_shape(shape), _dtype(dtype_name), _fmt(fmt))
+        if obj is None:
+            log.warning("LMCache could not allocate a chunk of %d bytes", nbytes)
+            return None
+        dst = as_bytes(obj.byte_array)
+        dst[:nbytes] = buf[HEADER : HEADER + nbytes]
+        return obj
+
+    def _list(self) -> List[str]:
+        names = list(self._stored)
+        present = []
+        for name in names:
+            if self._prefix([self._stored[name]]) == 1:
+                present.append(name)
+        return present
+
+    def _declare(self) -> None:
+        if not self._declared:
+            self.client.declare_namespace(self.namespace, Layout.for_bytes(self.block_bytes), model=self.namespace,
+                                          hash_scheme="vllm:sha256", hash_seed="0")
+            self._declared = True
+
+    def _data_path(self):
+        if self._path is None:
+            self._path = data_path(self.client, self._local)
+        return self._path
+
+
+def _shape(dims):
+    try:
+        import torch  # inside LMCache
+
+        return torch.Size(dims)
+    except ImportError:
+        return tuple(dims)
+
+
+def _dtype(name: str):
+    try:
+        import torch
+
+        if name.startswith("torch."):
+            return getattr(torch, name[len("torch."):])
+    except ImportError:
+        pass
+    return name
+
+
+def _fmt(value: int):
+    try:
+        from lmcache.v1.memory_management import MemoryFormat
+
+        return MemoryFormat(value)
+    except (ImportError, ValueError):
+        return value

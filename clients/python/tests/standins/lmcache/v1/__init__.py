@@ -1,0 +1,1 @@
+"""Stand-in package: see lmcache/v1/storage_backend/connector/."""

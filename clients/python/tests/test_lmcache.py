@@ -1,0 +1,134 @@
+"""kvstore.lmcache driven as LMCache drives a remote storage plugin (LMCache/LMCache 0109660c connector
+package, 01712fbd base_connector): the adapter named by remote_storage_plugin.<name>.module_path /
+class_name creates the connector for a kvstore:// URL; the async exists/get/put/batched calls are awaited
+on LMCache's event loop; get answers a memory object allocated from the local CPU backend, or None."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+
+import engines  # noqa: F401
+import numpy as np
+import pytest
+
+from kvstore import KvStoreUnavailable
+from lmcache.v1.memory_management import MemoryFormat, TensorMemoryObj
+from lmcache.v1.storage_backend.connector import create_plugin_connector
+
+CHUNK_TOKENS, LAYERS, HIDDEN = 16, 2, 256
+SHAPE = (2, LAYERS, CHUNK_TOKENS, HIDDEN)  # KV_2LTD
+DTYPE = "torch.float16"
+
+
+class Key:
+    """A CacheEngineKey's identity as LMCache prints it."""
+
+    def __init__(self, chunk_hash: int, model="test/model"):
+        self.chunk_hash, self.model = chunk_hash, model
+
+    def to_string(self):
+        return f"vllm@{self.model}@1@0@{self.chunk_hash:x}@half"
+
+
+class LocalCPUBackend:
+    def get_full_chunk_size_bytes(self):
+        return int(np.prod(SHAPE)) * 2
+
+    def allocate(self, shape, dtype, fmt):
+        return TensorMemoryObj(shape, dtype, fmt)
+
+
+class Config:
+    def __init__(self):
+        self.remote_storage_plugins = ["kvstore"]
+        self.extra_config = {
+            "remote_storage_plugin.kvstore.module_path": "kvstore.lmcache",
+            "remote_storage_plugin.kvstore.class_name": "KvStoreConnectorAdapter",
+        }
+
+
+def chunk(seed, tokens=CHUNK_TOKENS):
+    obj = TensorMemoryObj((2, LAYERS, tokens, HIDDEN), DTYPE, MemoryFormat.KV_2LTD)
+    obj._buf[:] = np.random.default_rng(seed).integers(0, 256, obj._buf.nbytes, dtype=np.uint8)
+    return obj
+
+
+@pytest.fixture
+def loop():
+    lp = asyncio.new_event_loop()
+    yield lp
+    lp.close()
+
+
+def connector(url, loop):
+    return create_plugin_connector(url, loop, LocalCPUBackend(), Config(), None)
+
+
+def test_chunks_round_trip_byte_exact_with_shape_dtype_and_format(service, ns, loop):
+    c = connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop)
+    keys = [Key(i) for i in range(20)]
+    objs = [chunk(i) for i in range(20)]
+    loop.run_until_complete(c.batched_put(keys, objs))
+    assert loop.run_until_complete(c.batched_async_contains("l1", keys + [Key(999)])) == 20
+    got = loop.run_until_complete(c.batched_get(keys))
+    for want, have in zip(objs, got):
+        assert have.metadata.shape == want.metadata.shape and have.metadata.dtype == DTYPE
+        assert have.metadata.fmt == MemoryFormat.KV_2LTD
+        assert bytes(have.byte_array) == bytes(want.byte_array)
+    assert loop.run_until_complete(c.exists(keys[3])) and c.exists_sync(keys[4])
+    assert not c.exists_sync(Key(999))
+    assert loop.run_until_complete(c.get(Key(999))) is None
+    assert sorted(loop.run_until_complete(c.list())) == sorted(k.to_string() for k in keys)
+    assert c._data_path().kind == "shm"
+    loop.run_until_complete(c.close())
+
+
+def test_a_partial_last_chunk_is_stored_and_comes_back_with_its_own_shape(service, ns, loop):
+    c = connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop)
+    part = chunk(5, tokens=7)
+    loop.run_until_complete(c.put(Key(1), part))
+    got = loop.run_until_complete(c.get(Key(1)))
+    assert got.metadata.shape == (2, LAYERS, 7, HIDDEN)
+    assert bytes(got.byte_array) == bytes(part.byte_array)
+    assert c.remove_sync(Key(1)) and not c.exists_sync(Key(1))
+    loop.run_until_complete(c.close())
+
+
+def test_the_event_loop_keeps_running_while_kvstore_is_stalled(fresh_service, ns, loop):
+    c = connector(f"kvstore://127.0.0.1:{fresh_service.port}/{ns}", loop)
+    loop.run_until_complete(c.put(Key(1), chunk(1)))
+    ticks = []
+
+    async def ticker():
+        for _ in range(20):
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.05)
+
+    async def scenario():
+        os.kill(fresh_service.proc.pid, signal.SIGSTOP)
+        get = asyncio.ensure_future(c.get(Key(1)))
+        await ticker()  # the loop runs while the get waits on the frozen service
+        os.kill(fresh_service.proc.pid, signal.SIGCONT)
+        return await get
+
+    try:
+        got = loop.run_until_complete(scenario())
+    finally:
+        os.kill(fresh_service.proc.pid, signal.SIGCONT)
+    assert len(ticks) == 20
+    assert got is not None and bytes(got.byte_array) == bytes(chunk(1).byte_array)
+    loop.run_until_complete(c.close())
+
+
+def test_an_unreachable_service_is_none_and_misses(ns, loop):
+    from service import free_port
+
+    c = connector(f"kvstore://127.0.0.1:{free_port()}/{ns}", loop)
+    assert loop.run_until_complete(c.get(Key(1))) is None
+    assert loop.run_until_complete(c.batched_async_contains("x", [Key(1)])) == 0
+    with pytest.raises(KvStoreUnavailable):  # LMCache's remote backend logs a failed put and goes on
+        loop.run_until_complete(c.put(Key(1), chunk(1)))
+    loop.run_until_complete(c.close())

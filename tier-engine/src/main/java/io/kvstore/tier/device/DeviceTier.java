@@ -1,0 +1,165 @@
+package io.kvstore.tier.device;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.Checksums;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.memory.SlabAllocator;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The HBM tier on a GPU: slots in device memory carved by a {@link SlabAllocator}, filled and read only
+ * through a {@link DeviceCopier} (CUDA copies on its own streams), never touched by the CPU.
+ *
+ * <p>Checksums are computed where the bytes pass through host memory: a block arriving (promotion from
+ * DRAM, a put) is checked against its record's CRC32C in host memory before it is copied to the device,
+ * so a block corrupted in DRAM never reaches HBM; a block leaving (demotion, a get) is copied to host
+ * memory and checked there before the caller sees it, as {@code MemoryTier} does. Bytes at rest in HBM
+ * are not re-checked in place (that would need a GPU kernel), so there are no in-place views.
+ */
+public final class DeviceTier implements BlockTier {
+
+    private static final Logger log = LoggerFactory.getLogger(DeviceTier.class);
+
+    private final TierId id;
+    private final DeviceCopier copier;
+    private final SlabAllocator slabs;
+    private final ConcurrentHashMap<BlockKey, Resident> blocks = new ConcurrentHashMap<>();
+
+    private record Resident(BlockRecord record, long offset, long slotSize) {}
+
+    /** A tier over the whole of {@code copier}'s region, in slabs of {@code slabSize} bytes. */
+    public DeviceTier(TierId id, DeviceCopier copier, long slabSize) {
+        if (id != TierId.HBM) {
+            throw new IllegalArgumentException("a device tier is the HBM tier, not " + id);
+        }
+        long capacity = copier.capacityBytes();
+        long effectiveSlab = Math.min(slabSize, capacity / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
+        this.id = id;
+        this.copier = copier;
+        this.slabs = new SlabAllocator(capacity / effectiveSlab * effectiveSlab, effectiveSlab);
+        log.info(
+                "tier {}: {} MiB of {} memory{}, slabs of {} KiB",
+                id,
+                slabs.capacityBytes() >> 20,
+                copier.name(),
+                copier.emulated() ? " (emulated, not a GPU)" : "",
+                effectiveSlab >> 10);
+    }
+
+    @Override
+    public TierId id() {
+        return id;
+    }
+
+    @Override
+    public String provider() {
+        return copier.name();
+    }
+
+    public boolean emulated() {
+        return copier.emulated();
+    }
+
+    /** The device region, for registration with a transfer engine. */
+    public MemorySegment region() {
+        return copier.region();
+    }
+
+    @Override
+    public long capacityBytes() {
+        return slabs.capacityBytes();
+    }
+
+    @Override
+    public long usedBytes() {
+        return slabs.usedBytes();
+    }
+
+    @Override
+    public int blockCount() {
+        return blocks.size();
+    }
+
+    /**
+     * Checks {@code src} against the record's CRC32C in host memory, then copies it to a free slot.
+     *
+     * @throws ChecksumMismatchException when the host bytes are not the block the record describes
+     */
+    @Override
+    public void write(BlockRecord record, MemorySegment src) throws TierFullException, ChecksumMismatchException {
+        if (src.byteSize() != record.length()) {
+            throw new IllegalArgumentException("block " + record.key() + " is " + src.byteSize()
+                    + " bytes but its record says " + record.length());
+        }
+        if (blocks.containsKey(record.key())) {
+            return;
+        }
+        if (Checksums.crc32c(src) != record.crc32c()) {
+            throw new ChecksumMismatchException(
+                    "block " + record.key() + " fails its CRC32C in host memory on its way to tier " + id);
+        }
+        long slotSize = SlabAllocator.slotSizeFor(record.length());
+        long offset = slabs.allocate(slotSize);
+        if (offset < 0) {
+            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes ("
+                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
+        }
+        try {
+            copier.toDevice(src, offset);
+        } catch (RuntimeException e) {
+            slabs.free(offset, slotSize);
+            throw e;
+        }
+        if (blocks.putIfAbsent(record.key(), new Resident(record, offset, slotSize)) != null) {
+            slabs.free(offset, slotSize);
+        }
+    }
+
+    /** Copies the block to {@code dst} (host memory) and checks its CRC32C there. */
+    @Override
+    public BlockRecord read(BlockKey key, MemorySegment dst) throws BlockNotFoundException, ChecksumMismatchException {
+        Resident r = blocks.get(key);
+        if (r == null) {
+            throw new BlockNotFoundException("tier " + id + " does not hold block " + key);
+        }
+        if (dst.byteSize() < r.record().length()) {
+            throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block " + key
+                    + " of " + r.record().length());
+        }
+        MemorySegment target = dst.asSlice(0, r.record().length());
+        copier.toHost(r.offset(), target);
+        if (Checksums.crc32c(target) != r.record().crc32c()) {
+            throw new ChecksumMismatchException("block " + key + " in tier " + id + " fails its CRC32C");
+        }
+        return r.record();
+    }
+
+    @Override
+    public boolean delete(BlockKey key) {
+        Resident r = blocks.remove(key);
+        if (r == null) {
+            return false;
+        }
+        slabs.free(r.offset(), r.slotSize());
+        return true;
+    }
+
+    @Override
+    public boolean contains(BlockKey key) {
+        return blocks.containsKey(key);
+    }
+
+    @Override
+    public void close() {
+        blocks.clear();
+        copier.close();
+    }
+}
