@@ -30,10 +30,12 @@ def _java() -> str:
     return shutil.which("java") or "java"
 
 
-def launch_command() -> list:
-    """The command that runs the service's main class, or None when neither classpath nor jar is there."""
+def launch_command(quick_start: bool = True) -> list:
+    """The command that runs the service's main class, or None when neither classpath nor jar is there.
+    ``quick_start`` trades peak speed for start-up time (C1 only, serial GC): right for tests, not benchmarks."""
     java = _java()
-    base = [java, "--enable-native-access=ALL-UNNAMED", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    base = [java, "--enable-native-access=ALL-UNNAMED"]
+    base += ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else ["-Xmx2g"]
     cp = os.environ.get("KVSTORE_TEST_CLASSPATH")
     if cp:
         return base + ["-cp", cp, "io.kvstore.service.KvStoreApplication"]
@@ -52,12 +54,13 @@ def free_port() -> int:
 class Service:
     """One kvstore process on a free port with its own data directory; restartable on the same data."""
 
-    def __init__(self, data_dir: Path, extra_args=(), lease_timeout="6s", local=True):
+    def __init__(self, data_dir: Path, extra_args=(), lease_timeout="6s", local=True, quick_start=True):
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.extra_args = list(extra_args)
         self.lease_timeout = lease_timeout
         self.local = local
+        self.quick_start = quick_start
         self.proc = None
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.data_dir / "service.log"
@@ -82,7 +85,7 @@ class Service:
         return [a for a in defaults if a.split("=", 1)[0] not in names] + self.extra_args
 
     def start(self) -> "Service":
-        cmd = launch_command()
+        cmd = launch_command(self.quick_start)
         if cmd is None:
             raise RuntimeError("no kvstore to start: set KVSTORE_TEST_CLASSPATH or build kv-store-service's jar")
         self.data_dir.mkdir(parents=True, exist_ok=True)
