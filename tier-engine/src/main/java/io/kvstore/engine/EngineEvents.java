@@ -39,4 +39,13 @@ public interface EngineEvents {
      * dropped as corrupt. Called after the catalog stopped showing it, once per copy that was added.
      */
     default void copyRemoved(TierId tier, BlockKey key, int length) {}
+
+    /**
+     * Copies out of {@code from} into {@code to} began to fail (a full or failing disk): blocks stay in
+     * {@code from}. Called once per change of state, with the first failure's reason.
+     */
+    default void demotionFailing(TierId from, TierId to, String reason) {}
+
+    /** Copies out of {@code from} work again after {@link #demotionFailing}. */
+    default void demotionRecovered(TierId from) {}
 }

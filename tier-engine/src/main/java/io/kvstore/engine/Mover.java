@@ -62,6 +62,7 @@ final class Mover implements AutoCloseable {
     private final Residency residency;
     private final EngineEvents events;
     private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
+    private final EnumMap<TierId, AtomicBoolean> demotionFailing = new EnumMap<>(TierId.class);
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
     private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
     private final ExecutorService worker = Executors.newSingleThreadExecutor(
@@ -75,6 +76,7 @@ final class Mover implements AutoCloseable {
         this.events = events;
         for (TierId id : stack.ids()) {
             demotionQueued.put(id, new AtomicBoolean());
+            demotionFailing.put(id, new AtomicBoolean());
         }
     }
 
@@ -329,23 +331,26 @@ final class Mover implements AutoCloseable {
         if (victim == null) {
             return false;
         }
-        moveOut(id, victim);
-        return true;
+        return moveOut(id, victim);
     }
 
     /**
      * Moves {@code victim} out of tier {@code id}: copied down to the next configured tier when there is
      * one (and it is not there already), then its slot in {@code id} is freed, unless someone pinned,
-     * leased or began reading it meanwhile, in which case both copies stay.
+     * leased or began reading it meanwhile, in which case both copies stay. When the copy below fails (a
+     * full or failing disk) the block stays where it is: an acknowledged block is never dropped for want of
+     * room below; the tier then fills and new stores are refused (507) instead.
+     *
+     * @return false only when the copy below failed and the block stayed
      */
-    private void moveOut(TierId id, BlockKey victim) {
+    private boolean moveOut(TierId id, BlockKey victim) {
         CatalogEntry entry = catalog.get(victim);
         if (entry == null || !entry.residentIn(id)) {
             stack.policy(id).onRemove(victim);
-            return;
+            return true;
         }
         if (!entry.claimMove(id)) {
-            return;
+            return true;
         }
         TierId below = stack.below(id);
         TierId copiedTo = null;
@@ -364,16 +369,36 @@ final class Mover implements AutoCloseable {
         } catch (ChecksumMismatchException corrupt) {
             droppedCorrupt = dropCorruptWhileMoving(entry, id);
         } catch (IOException | RuntimeException e) {
-            log.warn(
-                    "could not demote {} from {} to {}: {}; dropping it from {}",
-                    victim,
-                    id,
-                    below,
-                    e.getMessage(),
-                    id);
+            entry.abortMove();
+            demotionFailing(id, Objects.requireNonNull(below), e);
+            return false;
+        }
+        if (newCopy) {
+            demotionWorks(id);
         }
         if (finishMove(entry, id, copiedTo, newCopy, droppedCorrupt)) {
             afterInsert(Objects.requireNonNull(copiedTo));
+        }
+        return true;
+    }
+
+    /** Demotion out of {@code id} fails: said once per state change (a log line and an event), not per block. */
+    private void demotionFailing(TierId id, TierId below, Exception e) {
+        if (Objects.requireNonNull(demotionFailing.get(id)).compareAndSet(false, true)) {
+            log.warn(
+                    "demotion from {} to {} fails ({}); blocks stay in {} and new stores are refused once it is full",
+                    id,
+                    below,
+                    e.toString(),
+                    id);
+            events.demotionFailing(id, below, e.toString());
+        }
+    }
+
+    private void demotionWorks(TierId id) {
+        if (Objects.requireNonNull(demotionFailing.get(id)).compareAndSet(true, false)) {
+            log.info("demotion from {} works again", id);
+            events.demotionRecovered(id);
         }
     }
 

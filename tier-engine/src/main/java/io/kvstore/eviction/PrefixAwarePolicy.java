@@ -16,6 +16,10 @@ import java.util.function.Predicate;
  * <p>Each tracked block counts its resident children; blocks with none sit in a tree ordered by last
  * access. A child may arrive before its parent (a promotion, say): its parent's count waits in
  * {@code pendingChildren} until the parent arrives.
+ *
+ * <p>Bad links are tolerated: a block that names itself as parent is its own root, and when no leaf can
+ * be evicted the oldest evictable block on a parent cycle is (cycles have no leaf, so they would
+ * otherwise stay forever; the service refuses both, this is the last line).
  */
 public final class PrefixAwarePolicy implements EvictionPolicy {
 
@@ -45,6 +49,9 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
 
     @Override
     public void onInsert(BlockKey key, BlockKey parent) {
+        if (key.equals(parent)) {
+            parent = null;
+        }
         if (nodes.containsKey(key)) {
             onAccess(key);
             return;
@@ -111,7 +118,42 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
                 return leaf.key;
             }
         }
-        return null;
+        return oldestOnACycle(evictable);
+    }
+
+    /**
+     * The oldest evictable block on a parent cycle, or null. Parent links form a functional graph (one
+     * parent each), so one walk per node with three colours finds every cycle in linear time; it runs
+     * only when no leaf was evictable.
+     */
+    private BlockKey oldestOnACycle(Predicate<BlockKey> evictable) {
+        HashMap<BlockKey, Integer> colour = new HashMap<>(); // 1 on the current walk, 2 done
+        Node best = null;
+        for (Node start : nodes.values()) {
+            if (colour.containsKey(start.key)) {
+                continue;
+            }
+            List<Node> path = new ArrayList<>();
+            Node at = start;
+            while (at != null && !colour.containsKey(at.key)) {
+                colour.put(at.key, 1);
+                path.add(at);
+                at = at.parent == null ? null : nodes.get(at.parent);
+            }
+            if (at != null && colour.get(at.key) == 1) {
+                // the walk closed a cycle: it runs from `at` to the end of the path
+                for (int i = path.indexOf(at); i < path.size(); i++) {
+                    Node n = path.get(i);
+                    if (evictable.test(n.key) && (best == null || n.tick < best.tick)) {
+                        best = n;
+                    }
+                }
+            }
+            for (Node n : path) {
+                colour.put(n.key, 2);
+            }
+        }
+        return best == null ? null : best.key;
     }
 
     @Override

@@ -158,4 +158,32 @@ class EvictionPoliciesTest {
         assertThat(policy.nextVictim(key -> !key.equals(k(4)) && !key.equals(k(5))))
                 .isEqualTo(k(1));
     }
+
+    @Test
+    void prefixAwareEvictsABlockThatNamesItselfAsParent() {
+        PrefixAwarePolicy policy = new PrefixAwarePolicy();
+        policy.onInsert(k(1), k(1));
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(1));
+        policy.onRemove(k(1));
+        assertThat(policy.size()).isZero();
+    }
+
+    @Test
+    void prefixAwareEvictsFromAParentCycleWhenNoLeafIsLeft() {
+        PrefixAwarePolicy policy = new PrefixAwarePolicy();
+        // 1 -> 2 -> 3 -> 1: no block is a leaf
+        policy.onInsert(k(1), k(3));
+        policy.onInsert(k(2), k(1));
+        policy.onInsert(k(3), k(2));
+        policy.onInsert(k(4), null);
+        policy.onInsert(k(5), k(4));
+        // the leaf 5 goes first, then the oldest on the cycle, never 4 while its child 5 is held
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(k(5));
+        assertThat(policy.nextVictim(key -> !key.equals(k(5)))).isEqualTo(k(1));
+        assertThat(policy.nextVictim(key -> !key.equals(k(5)) && !key.equals(k(1))))
+                .isEqualTo(k(2));
+        // with 1 gone the cycle is a chain again: 3 lost its child and is an ordinary leaf
+        policy.onRemove(k(1));
+        assertThat(policy.nextVictim(key -> !key.equals(k(5)))).isEqualTo(k(3));
+    }
 }
