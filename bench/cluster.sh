@@ -17,13 +17,15 @@ command -v etcd >/dev/null || { echo "etcd not found (./kvstore deps installs et
 [[ -n $SERVICE ]] || { ./mvnw -q -B -ntp -pl kv-store-service -am package -DskipTests; SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar | grep -v original | head -1); }
 
 WORK=$(mktemp -d)
+# etcd fsyncs every write; on a disk shared with other I/O that can take seconds, so its data lives in memory
+ETCD_DATA=$(mktemp -d -p /dev/shm 2>/dev/null || mktemp -d)
 BASE_PORT=$((20000 + RANDOM % 20000))
 ETCD_PORT=$BASE_PORT
 PIDS=()
-cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK" "$ETCD_DATA"; }
 trap cleanup EXIT
 
-etcd --data-dir "$WORK/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+etcd --data-dir "$ETCD_DATA/etcd" --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
   --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" --listen-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-advertise-peer-urls "http://127.0.0.1:$((ETCD_PORT + 1))" \
   --initial-cluster "default=http://127.0.0.1:$((ETCD_PORT + 1))" --log-level warn >"$WORK/etcd.log" 2>&1 &

@@ -97,8 +97,21 @@ public class ClusterConfiguration {
     @Bean
     ApplicationListener<ApplicationReadyEvent> joinCluster(Membership membership, ClusterSettings settings) {
         return event -> {
+            // the first etcd calls of a process (connection set-up) can be slow on a loaded machine: a minute
+            long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                try {
+                    settings.start(membership);
+                    break;
+                } catch (Exception e) {
+                    if (System.nanoTime() > deadline) {
+                        throw new IllegalStateException("kvstore.cluster: cannot read settings from etcd: " + e, e);
+                    }
+                    org.slf4j.LoggerFactory.getLogger(ClusterConfiguration.class)
+                            .warn("cluster: etcd not reachable yet ({}); retrying", e.toString());
+                }
+            }
             try {
-                settings.start(membership);
                 membership.start();
             } catch (Exception e) {
                 throw new IllegalStateException("kvstore.cluster: cannot join through etcd: " + e, e);

@@ -226,7 +226,10 @@ public final class Membership implements AutoCloseable {
             etcd.getLeaseClient().revoke(leaseId).get(timeoutMillis, TimeUnit.MILLISECONDS);
             log.info("cluster: node {} left the cluster", self.name());
         } catch (Exception e) {
-            log.warn("cluster: node {} could not revoke its lease ({}); it leaves within the TTL", self.name(), e);
+            log.warn(
+                    "cluster: node {} could not revoke its lease ({}); it leaves within the TTL",
+                    self.name(),
+                    e.toString());
         }
     }
 }

@@ -25,7 +25,12 @@ final class EtcdServer implements AutoCloseable {
 
     EtcdServer(Path dir) throws IOException {
         Assumptions.assumeTrue(Files.isExecutable(BINARY), "etcd not installed (./kvstore deps installs etcd-server)");
-        this.dataDir = dir.resolve("etcd-data");
+        // etcd fsyncs every write: on a disk busy with other I/O that takes seconds, so its data lives in
+        // memory (/dev/shm) where there is one; removed with the test directory's other files on close
+        Path shm = Path.of("/dev/shm");
+        this.dataDir = Files.isDirectory(shm) && Files.isWritable(shm)
+                ? Files.createTempDirectory(shm, "kvstore-etcd-")
+                : dir.resolve("etcd-data");
         this.log = dir.resolve("etcd.log");
         this.clientPort = freePort();
         this.peerPort = freePort();
@@ -86,6 +91,14 @@ final class EtcdServer implements AutoCloseable {
     @Override
     public void close() throws InterruptedException {
         stop();
+        if (dataDir.startsWith("/dev/shm")) {
+            try (var files = Files.walk(dataDir)) {
+                files.sorted(java.util.Comparator.reverseOrder())
+                        .forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                // best effort: a leftover directory in /dev/shm is small and harmless
+            }
+        }
     }
 
     static int freePort() throws IOException {
