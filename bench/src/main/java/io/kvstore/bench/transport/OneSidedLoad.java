@@ -1,18 +1,24 @@
 package io.kvstore.bench.transport;
 
 import io.kvstore.transfer.LocalRegion;
+import io.kvstore.transfer.MemoryKind;
+import io.kvstore.transfer.Peer;
 import io.kvstore.transfer.RemoteRegion;
+import io.kvstore.transfer.TransferEngine;
 import io.kvstore.transfer.TransferOp;
 import io.kvstore.transfer.TransferSpan;
+import io.kvstore.transfer.nixl.NixlTransferEngine;
 import io.kvstore.transfer.ucx.UcxPeer;
 import io.kvstore.transfer.ucx.UcxSettings;
 import io.kvstore.transfer.ucx.UcxTransferEngine;
+import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
 import java.net.URI;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
@@ -21,7 +27,8 @@ import java.util.zip.CRC32C;
 
 /**
  * Store and fetch throughput of 2 MiB blocks over kvstore's one-sided path, as an engine would run it:
- * per batch, reserve slots over HTTP, WRITE the blocks with UCX, commit (kvstore checksums them in
+ * per batch, reserve slots over HTTP, WRITE the blocks with UCX (or a NIXL agent's UCX backend when
+ * {@code /v1/transport} publishes NIXL agent metadata), commit (kvstore checksums them in
  * place); then per batch, lookup with a lease, READ the blocks from the lease's locations, release.
  * Every block has its own bytes (a working set far larger than the CPU caches); a sample is compared
  * after the READ. Prints one line per phase: GB/s of block bytes, end to end including the HTTP calls.
@@ -50,6 +57,13 @@ public final class OneSidedLoad {
         return now;
     }
 
+    /** Engine-side buffer: UCX-allocated memory for direct UCX, host memory registered as DRAM_SEG for NIXL. */
+    private static LocalRegion buffer(TransferEngine engine, Arena arena, long bytes) {
+        return engine instanceof UcxTransferEngine u
+                ? u.allocate(bytes)
+                : engine.register(arena.allocate(bytes, 4096), MemoryKind.DRAM);
+    }
+
     public static void main(String[] args) throws Exception {
         String base = args[0];
         int total = Integer.parseInt(args[1]);
@@ -73,13 +87,24 @@ public final class OneSidedLoad {
                 Long.parseLong(field(transport, "address")),
                 Long.parseLong(field(transport, "length")),
                 Base64.getDecoder().decode(field(transport, "remoteKey")));
-        UcxSettings settings =
-                tls.isEmpty() ? UcxSettings.defaults() : UcxSettings.defaults().withTransports(tls);
-        try (UcxTransferEngine ucx = UcxTransferEngine.create(settings);
-                UcxPeer kvstore =
-                        ucx.connect("kvstore", Base64.getDecoder().decode(field(transport, "workerAddress")));
-                LocalRegion source = ucx.allocate((long) total * BLOCK);
-                LocalRegion sink = ucx.allocate((long) total * BLOCK)) {
+        boolean overNixl = transport.contains("\"agentMetadata\"");
+        TransferEngine ucx;
+        if (overNixl) {
+            ucx = new NixlTransferEngine(
+                    "onesided-load-" + ProcessHandle.current().pid(), Set.of("UCX"), java.time.Duration.ofSeconds(60));
+        } else {
+            UcxSettings settings = tls.isEmpty()
+                    ? UcxSettings.defaults()
+                    : UcxSettings.defaults().withTransports(tls);
+            ucx = UcxTransferEngine.create(settings);
+        }
+        try (Arena arena = Arena.ofShared();
+                TransferEngine engine = ucx;
+                Peer kvstore = ucx.connect(
+                        "kvstore",
+                        Base64.getDecoder().decode(field(transport, overNixl ? "agentMetadata" : "workerAddress")));
+                LocalRegion source = buffer(ucx, arena, (long) total * BLOCK);
+                LocalRegion sink = buffer(ucx, arena, (long) total * BLOCK)) {
             sink.segment()
                     .fill((byte) 0); // an engine's KV buffers are resident; first-touch faults are not transfer time
             SplittableRandom random = new SplittableRandom(42);
@@ -128,14 +153,14 @@ public final class OneSidedLoad {
             }
             double bytes = (double) batches * batch * BLOCK;
             System.out.printf(
-                    "ucx-%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
-                    tls.isEmpty() ? "default" : tls,
+                    "%s clients=%d store %.2f GB/s fetch %.2f GB/s (%d x 2 MiB blocks, %d per batch, path %s, all bytes verified)%n",
+                    overNixl ? "nixl-ucx" : "ucx-" + (tls.isEmpty() ? "default" : tls),
                     clients,
                     bytes / storeNanos,
                     bytes / fetchNanos,
                     batches * batch,
                     batch,
-                    kvstore.path());
+                    kvstore instanceof UcxPeer u ? u.path() : ucx.backend());
             StringBuilder steps = new StringBuilder("  time per step, ms summed over clients:");
             for (int i = 0; i < STEPS.length; i++) {
                 steps.append(' ').append(STEP_NAMES[i]).append(' ').append(STEPS[i].sum() / 1_000_000);
@@ -147,8 +172,8 @@ public final class OneSidedLoad {
     private static void store(
             String base,
             String ns,
-            UcxTransferEngine ucx,
-            UcxPeer peer,
+            TransferEngine ucx,
+            Peer peer,
             RemoteRegion remote,
             LocalRegion source,
             List<String> hashes,
@@ -195,8 +220,8 @@ public final class OneSidedLoad {
     private static void fetch(
             String base,
             String ns,
-            UcxTransferEngine ucx,
-            UcxPeer peer,
+            TransferEngine ucx,
+            Peer peer,
             RemoteRegion remote,
             LocalRegion sink,
             List<String> hashes,

@@ -55,8 +55,9 @@ public final class NixlTransferEngine implements TransferEngine {
      * The pause of NIXL's own progress thread between rounds. With none it keeps a quarter of a core
      * busy on an idle agent (measured: 25% of one core for an idle agent with the UCX backend, 5% at
      * 100 us, on a 2-core VM); transfers this engine posts are progressed by polling their status anyway.
+     * System property {@code kvstore.nixl.progress-delay-us} overrides it (benchmarks).
      */
-    private static final long PROGRESS_DELAY_MICROS = 100;
+    private static final long PROGRESS_DELAY_MICROS = Long.getLong("kvstore.nixl.progress-delay-us", 100);
 
     private final NixlAgent agent;
     private final Map<String, NixlBackend> backends = new LinkedHashMap<>();
