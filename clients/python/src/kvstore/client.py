@@ -347,6 +347,8 @@ class KvStoreClient:
 
         Fills ``out`` (per hash a writable buffer of the block size, or a list of buffers that together are
         one) when given, else returns new numpy uint8 arrays. NotFound names the first block kvstore does not hold.
+        A block that failed verification (or was lost) after the answer began comes as a missing frame: its
+        entry is ``None`` (``out[i]`` untouched) and the rest are read as usual; recompute it.
         """
         path = f"/v1/namespaces/{_q(namespace)}/blocks:fetch"
         body = json.dumps({"blockHashes": [_hex(h) for h in hashes]}).encode()
@@ -364,6 +366,9 @@ class KvStoreClient:
                 (length,) = struct.unpack(">I", _read_exact(resp, 4))
                 if got != bytes(want):
                     raise KvStoreError(f"fetch: frame {i} holds block {got.hex()}, asked for {_hex(want)}")
+                if length == _MISSING:
+                    result.append(None)
+                    continue
                 if out is not None:
                     target = out[i]
                     pieces = _parts(target)
@@ -399,6 +404,9 @@ class KvStoreClient:
     def cancel(self, reservation_id: str) -> None:
         """Cancels an uncommitted reservation; its slots return to the pool."""
         self.request_json("DELETE", f"/v1/reservations/{_q(reservation_id)}")
+
+
+_MISSING = 0xFFFFFFFF  # length of a missing frame in a fetch answer: no bytes follow
 
 
 def _q(s: str) -> str:

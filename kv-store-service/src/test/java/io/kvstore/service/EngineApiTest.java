@@ -266,7 +266,7 @@ class EngineApiTest extends ServiceTest {
         var declared = http.json("POST", "/v1/lookup", huge);
         assertThat(declared.statusCode()).isEqualTo(413);
         assertThat(declared.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        assertThat(declared.body()).contains("max-request-size");
+        assertThat(declared.body()).contains("max-json-body");
         // chunked, with no length declared: cut off while it is read
         var chunked = Http.CLIENT.send(
                 java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:" + port + "/v1/lookup"))
@@ -277,7 +277,7 @@ class EngineApiTest extends ServiceTest {
                         .build(),
                 java.net.http.HttpResponse.BodyHandlers.ofString());
         assertThat(chunked.statusCode()).isEqualTo(413);
-        assertThat(chunked.body()).contains("max-request-size");
+        assertThat(chunked.body()).contains("max-json-body");
     }
 
     @Test
@@ -318,5 +318,42 @@ class EngineApiTest extends ServiceTest {
             }
         }
         return b.toString();
+    }
+
+    @Test
+    void aBlockThatNamesItselfAsParentIs400() throws Exception {
+        declare("selfparent");
+        List<BlockHash> one = TestLayout.hashes(TestLayout.tokens(1, 61));
+        var r = http.putBytes(
+                "/v1/namespaces/selfparent/blocks",
+                "application/octet-stream",
+                Http.frames(one, TestLayout.blocks(1, 61), one.getFirst()));
+        assertThat(r.statusCode()).isEqualTo(400);
+        assertThat(r.body()).contains("parent is the block itself", "\"field\":\"body\"");
+    }
+
+    @Test
+    void aParentLinkThatClosesACycleIs400() throws Exception {
+        declare("cycle");
+        List<BlockHash> two = TestLayout.hashes(TestLayout.tokens(2, 62));
+        // B stored with parent A (A not stored yet), then A with parent B: A would be its own ancestor
+        var b = http.putBytes(
+                "/v1/namespaces/cycle/blocks",
+                "application/octet-stream",
+                Http.frames(List.of(two.get(1)), TestLayout.blocks(1, 62), two.get(0)));
+        assertThat(b.statusCode()).isEqualTo(200);
+        var a = http.putBytes(
+                "/v1/namespaces/cycle/blocks",
+                "application/octet-stream",
+                Http.frames(List.of(two.get(0)), TestLayout.blocks(1, 63), two.get(1)));
+        assertThat(a.statusCode()).isEqualTo(400);
+        assertThat(a.body()).contains("own ancestor");
+        // within one batch too: C -> D -> C
+        List<BlockHash> cd = TestLayout.hashes(TestLayout.tokens(2, 64));
+        var batch = http.putBytes(
+                "/v1/namespaces/cycle/blocks",
+                "application/octet-stream",
+                Http.frames(List.of(cd.get(0), cd.get(1)), TestLayout.blocks(2, 64), cd.get(1)));
+        assertThat(batch.statusCode()).isEqualTo(400);
     }
 }

@@ -12,6 +12,8 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.security.Caller;
+import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.service.web.ConnectorStreams;
 import jakarta.servlet.http.HttpServletRequest;
@@ -29,11 +31,15 @@ import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
-/** The engine API under {@code /v1}: namespaces, lookup, binary store and fetch, delete, leases. */
+/**
+ * The engine API under {@code /v1}: namespaces, lookup, binary store and fetch, delete, leases. Every call
+ * names its namespace and is checked against the caller's token ({@link TenantGuard}) before anything else.
+ */
 @RestController
 @RequestMapping("/v1")
 public class EngineController {
@@ -42,46 +48,66 @@ public class EngineController {
     private final NamespaceRegistry namespaces;
     private final TransportService transport;
     private final TierEngine engine;
+    private final TenantGuard guard;
 
     public EngineController(
-            BlockService blocks, NamespaceRegistry namespaces, TransportService transport, TierEngine engine) {
+            BlockService blocks,
+            NamespaceRegistry namespaces,
+            TransportService transport,
+            TierEngine engine,
+            TenantGuard guard) {
         this.blocks = blocks;
         this.namespaces = namespaces;
         this.transport = transport;
         this.engine = engine;
+        this.guard = guard;
     }
 
     @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE)
     public ResponseEntity<NamespaceView> declare(
-            @PathVariable("ns") String ns, @RequestBody NamespaceDeclaration declaration) {
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody NamespaceDeclaration declaration) {
+        NamespaceRegistry.checkName(ns);
+        guard.requireWrite(caller, ns);
         NamespaceSpec spec = declaration.toSpec();
-        var outcome = namespaces.declare(ns, spec);
+        var outcome = blocks.declare(ns, spec, caller.tenant());
         return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
-                .body(NamespaceView.of(ns, spec));
+                .body(NamespaceView.of(ns, spec, namespaces.owner(ns)));
     }
 
     @GetMapping("/namespaces/{ns}")
-    public NamespaceView namespace(@PathVariable("ns") String ns) {
-        return NamespaceView.of(ns, namespaces.require(ns));
+    public NamespaceView namespace(@RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("ns") String ns) {
+        guard.requireRead(caller, ns);
+        return NamespaceView.of(ns, namespaces.require(ns), namespaces.owner(ns));
     }
 
+    /** The namespaces the caller may see: those its token grants and its tenant owns. */
     @GetMapping("/namespaces")
-    public EngineResponses.Namespaces namespaces() {
+    public EngineResponses.Namespaces namespaces(@RequestAttribute(Caller.ATTRIBUTE) Caller caller) {
         Map<String, NamespaceView> out = new LinkedHashMap<>();
-        namespaces.all().forEach((name, spec) -> out.put(name, NamespaceView.of(name, spec)));
+        namespaces.all().forEach((name, spec) -> {
+            if (guard.visible(caller, name)) {
+                out.put(name, NamespaceView.of(name, spec, namespaces.owner(name)));
+            }
+        });
         return new EngineResponses.Namespaces(out);
     }
 
     @DeleteMapping("/namespaces/{ns}")
-    public EngineResponses.NamespaceDeleted deleteNamespace(@PathVariable("ns") String ns) {
+    public EngineResponses.NamespaceDeleted deleteNamespace(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("ns") String ns) {
+        guard.requireWrite(caller, ns);
         return new EngineResponses.NamespaceDeleted(ns, blocks.deleteNamespace(ns));
     }
 
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public LookupResponse lookup(@RequestBody LookupRequest request) {
+    public LookupResponse lookup(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");
         }
+        guard.requireRead(caller, request.namespace());
         NamespaceSpec spec = namespaces.require(request.namespace());
         List<BlockHash> hashes;
         if (request.tokenIds() != null && request.blockHashes() != null) {
@@ -115,7 +141,7 @@ public class EngineController {
                                 lease.id(),
                                 lease.expiresAt(),
                                 lease.blocks().size(),
-                                transport.available() ? locations(lease) : null));
+                                transport.available() && caller.oneSided() ? locations(lease) : null));
     }
 
     /** Read descriptors of leased blocks; the lease keeps each where it is until released or expired. */
@@ -137,34 +163,53 @@ public class EngineController {
 
     /** Stores a framed batch (see {@code BlockFrames}) streamed from the request body. */
     @PutMapping(path = "/namespaces/{ns}/blocks", consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE)
-    public EngineResponses.Stored store(@PathVariable("ns") String ns, HttpServletRequest request) throws IOException {
+    public EngineResponses.Stored store(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            HttpServletRequest request)
+            throws IOException {
+        guard.requireWrite(caller, ns);
         var stored = blocks.store(ns, request.getInputStream(), request.getContentLengthLong());
         Map<String, Integer> tiers = new LinkedHashMap<>();
         stored.tiers().forEach((tier, n) -> tiers.put(tier.name(), n));
         return new EngineResponses.Stored(ns, stored.blocks(), stored.bytes(), tiers);
     }
 
-    /** Sends the named blocks as a framed batch, in the order asked. */
+    /**
+     * Sends the named blocks as a framed batch, in the order asked, chunked: each block is verified just
+     * before it goes out, and one that fails (or was lost) after the answer began is sent as a missing
+     * frame, so the answer is always complete and parseable (see {@code BlockFrames}).
+     */
     @PostMapping(path = "/namespaces/{ns}/blocks:fetch", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public void fetch(@PathVariable("ns") String ns, @RequestBody FetchRequest request, HttpServletResponse response)
+    public void fetch(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody FetchRequest request,
+            HttpServletResponse response)
             throws IOException {
+        guard.requireRead(caller, ns);
         try (var fetch = blocks.fetch(ns, request.blockHashes())) {
             response.setStatus(HttpServletResponse.SC_OK);
             response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
-            response.setContentLengthLong(fetch.contentLength());
             fetch.writeTo(ConnectorStreams.outputStream(response));
         }
     }
 
     @DeleteMapping("/namespaces/{ns}/blocks/{hash}")
-    public ResponseEntity<Void> deleteBlock(@PathVariable("ns") String ns, @PathVariable("hash") String hash) {
+    public ResponseEntity<Void> deleteBlock(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @PathVariable("hash") String hash) {
+        guard.requireWrite(caller, ns);
         blocks.delete(ns, hash);
         return ResponseEntity.noContent().build();
     }
 
     @GetMapping("/leases/{id}")
-    public EngineResponses.LeaseView lease(@PathVariable("id") String id) {
+    public EngineResponses.LeaseView lease(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("id") String id) {
         Lease lease = blocks.lease(id);
+        requireLeaseAccess(caller, lease);
         return new EngineResponses.LeaseView(
                 lease.id(),
                 lease.expiresAt(),
@@ -172,9 +217,21 @@ public class EngineController {
     }
 
     @DeleteMapping("/leases/{id}")
-    public ResponseEntity<Void> release(@PathVariable("id") String id) {
+    public ResponseEntity<Void> release(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("id") String id) {
+        Lease lease = engine.leaseById(id);
+        if (lease != null) {
+            requireLeaseAccess(caller, lease);
+        }
         blocks.release(id);
         return ResponseEntity.noContent().build();
+    }
+
+    /** A lease holds blocks of one namespace; only who may read that namespace may see or release it. */
+    private void requireLeaseAccess(Caller caller, Lease lease) {
+        for (BlockKey key : lease.blocks()) {
+            guard.requireRead(caller, key.namespace());
+        }
     }
 
     static ExtraKeys extraKeys(LookupRequest.ExtraKeysJson json) {

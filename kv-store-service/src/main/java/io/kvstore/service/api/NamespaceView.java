@@ -9,11 +9,25 @@ public record NamespaceView(
         String model,
         NamespaceDeclaration.Layout layout,
         String hashScheme,
+        String durability,
+        String tenant,
         int blockBytes,
         int hashBytes) {
 
     public static NamespaceView of(String name, NamespaceSpec spec) {
-        var d = NamespaceDeclaration.of(spec);
-        return new NamespaceView(name, d.model(), d.layout(), d.hashScheme(), spec.blockBytes(), spec.hashBytes());
+        return of(name, spec, null);
+    }
+
+    public static NamespaceView of(String name, NamespaceSpec spec, String tenant) {
+        var d = NamespaceDeclaration.of(spec, tenant);
+        return new NamespaceView(
+                name,
+                d.model(),
+                d.layout(),
+                d.hashScheme(),
+                d.durability(),
+                tenant,
+                spec.blockBytes(),
+                spec.hashBytes());
     }
 }

@@ -11,6 +11,7 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.hashing.HashInputException;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ClientGoneException;
 import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
@@ -18,6 +19,8 @@ import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.ChecksumMismatchException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -41,7 +44,11 @@ public class BlockService {
     private final TierEngine engine;
     private final NamespaceRegistry namespaces;
     private final EngineMetrics metrics;
+    /** How far up the parent chain a store looks for a cycle it would close. */
+    static final int CYCLE_CHECK_DEPTH = 64;
+
     private final long maxRequestBytes;
+    private final KvStoreProperties.Limits limits;
 
     public BlockService(
             TierEngine engine, NamespaceRegistry namespaces, EngineMetrics metrics, KvStoreProperties properties) {
@@ -49,6 +56,15 @@ public class BlockService {
         this.namespaces = namespaces;
         this.metrics = metrics;
         this.maxRequestBytes = properties.maxRequestSize().toBytes();
+        this.limits = properties.limits();
+        namespaces.all().forEach((name, spec) -> engine.setWriteThrough(name, spec.writeThrough()));
+    }
+
+    /** Declares a namespace for {@code tenant} and applies its durability to the engine. */
+    public NamespaceRegistry.Outcome declare(String namespace, NamespaceSpec spec, String tenant) {
+        var outcome = namespaces.declare(namespace, spec, tenant);
+        engine.setWriteThrough(namespace, spec.writeThrough());
+        return outcome;
     }
 
     /** The outcome of a lookup: the matched prefix, each block's tier, and the lease when one was asked for. */
@@ -58,6 +74,12 @@ public class BlockService {
     public List<BlockHash> parseHashes(NamespaceSpec spec, List<String> hex, String field) {
         if (hex == null) {
             throw new InvalidRequestException(field, field + " is required");
+        }
+        if (hex.size() > limits.maxBlocksPerRequest()) {
+            throw new InvalidRequestException(
+                    field,
+                    field + " lists " + hex.size() + " hashes; at most " + limits.maxBlocksPerRequest()
+                            + " per request (kvstore.limits.max-blocks-per-request)");
         }
         List<BlockHash> hashes = new ArrayList<>(hex.size());
         for (int i = 0; i < hex.size(); i++) {
@@ -81,6 +103,12 @@ public class BlockService {
 
     /** The chained hashes of the full blocks of {@code tokenIds}, by the namespace's scheme. */
     public List<BlockHash> hashTokens(NamespaceSpec spec, int[] tokenIds, ExtraKeys extra) {
+        if (tokenIds.length > limits.maxLookupTokens()) {
+            throw new InvalidRequestException(
+                    "tokenIds",
+                    "tokenIds has " + tokenIds.length + " token ids; at most " + limits.maxLookupTokens()
+                            + " per request (kvstore.limits.max-lookup-tokens)");
+        }
         for (int i = 0; i < tokenIds.length; i++) {
             if (tokenIds[i] < 0) {
                 throw new InvalidRequestException(
@@ -127,7 +155,14 @@ public class BlockService {
             throw new PayloadTooLargeException(
                     "the body has " + contentLength + " bytes; kvstore.max-request-size is " + maxRequestBytes);
         }
-        BlockFrames.Reader reader = new BlockFrames.Reader(body, maxRequestBytes);
+        long start0 = System.nanoTime();
+        BlockFrames.Reader reader = new BlockFrames.Reader(
+                body,
+                maxRequestBytes,
+                limits.maxFramesPerUpload(),
+                start0 + limits.uploadDeadline().toNanos(),
+                limits.frameTimeout().toNanos());
+        java.util.Map<BlockHash, BlockHash> parentsInBatch = new java.util.HashMap<>();
         Map<TierId, Integer> tiers = new EnumMap<>(TierId.class);
         int blocks = 0;
         long bytes = 0;
@@ -135,6 +170,12 @@ public class BlockService {
             MemorySegment block = arena.allocate(spec.blockBytes(), 4096);
             BlockFrames.Header header;
             while ((header = reader.next(spec.hashBytes(), spec.blockBytes())) != null) {
+                if (header.parent() != null) {
+                    refuseCycle(namespace, header.hash(), header.parent(), parentsInBatch, "frame " + reader.frame());
+                    parentsInBatch.put(header.hash(), header.parent());
+                }
+                // no slot is taken before the block's first bytes are here: a trickling body holds none
+                reader.stage(block);
                 long start = System.nanoTime();
                 TierId tier;
                 try {
@@ -162,6 +203,37 @@ public class BlockService {
         return new Stored(blocks, bytes, tiers);
     }
 
+    /**
+     * Refuses a parent link that would close a cycle: the parent's chain, followed through this batch and
+     * the stored blocks for {@link #CYCLE_CHECK_DEPTH} steps, reaches the block itself. (Lookups walk
+     * chains forward and could never match such blocks; the prefix-aware policy also tolerates a cycle
+     * that slips past this bound.)
+     */
+    private void refuseCycle(
+            String namespace, BlockHash hash, BlockHash parent, Map<BlockHash, BlockHash> batch, String where) {
+        BlockHash at = parent;
+        for (int i = 0; i < CYCLE_CHECK_DEPTH && at != null; i++) {
+            if (at.equals(hash)) {
+                throw new InvalidRequestException(
+                        "parent", where + ": block " + hash.hex() + " would be its own ancestor (a parent cycle)");
+            }
+            BlockHash next = batch.get(at);
+            if (next == null) {
+                BlockInfo info = engine.info(new BlockKey(namespace, at));
+                next = info == null ? null : info.parent();
+            }
+            at = next;
+        }
+    }
+
+    /** Refuses a reservation's parent link that would close a cycle (see the store's check). */
+    public void refuseCycle(String namespace, BlockHash hash, BlockHash parent, Map<BlockHash, BlockHash> batch) {
+        if (hash.equals(parent)) {
+            throw new InvalidRequestException("parent", "block " + hash.hex() + " names itself as its parent");
+        }
+        refuseCycle(namespace, hash, parent, batch, "reservation");
+    }
+
     /** A batch ready to send: the blocks are leased so nothing evicts or deletes them mid-send. */
     public final class Fetch implements AutoCloseable {
 
@@ -173,24 +245,42 @@ public class BlockService {
             this.headers = headers;
         }
 
-        public long contentLength() {
-            long n = 0;
-            for (BlockFrames.Header h : headers) {
-                n += h.wireBytes() + (long) h.length();
-            }
-            return n;
-        }
-
-        /** Writes every block, read zero-copy from memory tiers (or through a buffer from NVMe). */
-        public void writeTo(OutputStream out) throws IOException {
+        /**
+         * Writes every block, read zero-copy from memory tiers (or through a buffer from NVMe). A block that
+         * fails its checksum in every tier, or is gone, becomes a missing frame: the answer stays complete.
+         *
+         * @return how many blocks went out as missing frames
+         */
+        public int writeTo(OutputStream out) throws IOException {
             BlockFrames.Writer writer = new BlockFrames.Writer(out);
+            int missing = 0;
             for (int i = 0; i < headers.size(); i++) {
                 BlockFrames.Header header = headers.get(i);
                 long start = System.nanoTime();
-                TierId from = engine.read(lease.blocks().get(i), (tier, record, bytes) -> {
-                    writer.write(header, bytes);
-                    return tier;
-                });
+                TierId from;
+                try {
+                    from = engine.read(lease.blocks().get(i), (tier, record, bytes) -> {
+                        try {
+                            writer.write(header, bytes);
+                        } catch (IOException clientGone) {
+                            throw new ClientGoneException(
+                                    "the client closed the fetch at block "
+                                            + header.hash().hex(),
+                                    clientGone);
+                        }
+                        return tier;
+                    });
+                } catch (ChecksumMismatchException | BlockNotFoundException lost) {
+                    // verified before a byte of it went out: the client learns in band which block is missing
+                    try {
+                        writer.writeMissing(header);
+                    } catch (IOException clientGone) {
+                        throw new ClientGoneException("the client closed the fetch", clientGone);
+                    }
+                    metrics.missingFrame();
+                    missing++;
+                    continue;
+                }
                 metrics.transfer(
                         from.name(),
                         EngineMetrics.HTTP,
@@ -198,6 +288,7 @@ public class BlockService {
                         header.length(),
                         System.nanoTime() - start);
             }
+            return missing;
         }
 
         @Override
@@ -252,6 +343,7 @@ public class BlockService {
                     + " pinned or leased blocks remain; unpin or release them and delete again");
         }
         namespaces.remove(namespace);
+        engine.setWriteThrough(namespace, false);
         return deleted;
     }
 

@@ -12,6 +12,8 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.security.Caller;
+import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.web.ConnectorStreams;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -29,6 +31,7 @@ import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -47,6 +50,8 @@ public class ClusterEngineController {
     private static final Logger log = LoggerFactory.getLogger(ClusterEngineController.class);
     private static final String ENGINE_CALL = "!" + Peer.FORWARDED;
 
+    private final TenantGuard guard;
+
     private final ClusterRouter router;
     private final ClusterSettings settings;
     private final Peers peers;
@@ -60,7 +65,9 @@ public class ClusterEngineController {
             Peers peers,
             Membership membership,
             BlockService blocks,
-            NamespaceRegistry namespaces) {
+            NamespaceRegistry namespaces,
+            TenantGuard guard) {
+        this.guard = guard;
         this.router = router;
         this.settings = settings;
         this.peers = peers;
@@ -72,9 +79,16 @@ public class ClusterEngineController {
     /** Declares the namespace here, in the cluster settings (for nodes joining later) and on every live node. */
     @PutMapping(path = "/namespaces/{ns}", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
     public ResponseEntity<NamespaceView> declare(
-            @PathVariable("ns") String ns, @RequestBody NamespaceDeclaration declaration) throws Exception {
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody NamespaceDeclaration declaration)
+            throws Exception {
+        NamespaceRegistry.checkName(ns);
+        guard.requireWrite(caller, ns);
         NamespaceSpec spec = declaration.toSpec();
-        var outcome = namespaces.declare(ns, spec);
+        var outcome = blocks.declare(ns, spec, caller.tenant());
+        // other nodes learn the owner with the declaration
+        declaration = NamespaceDeclaration.of(spec, caller.tenant());
         settings.publishNamespace(ns, declaration);
         for (Member m : membership.current().members()) {
             if (!m.equals(peers.self())) {
@@ -87,14 +101,16 @@ public class ClusterEngineController {
             }
         }
         return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
-                .body(NamespaceView.of(ns, spec));
+                .body(NamespaceView.of(ns, spec, namespaces.owner(ns)));
     }
 
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
-    public ClusterLookupResponse lookup(@RequestBody LookupRequest request) {
+    public ClusterLookupResponse lookup(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");
         }
+        guard.requireRead(caller, request.namespace());
         NamespaceSpec spec = namespaces.require(request.namespace());
         List<BlockHash> hashes;
         if (request.tokenIds() != null && request.blockHashes() != null) {
@@ -117,7 +133,12 @@ public class ClusterEngineController {
             path = "/namespaces/{ns}/blocks",
             consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE,
             headers = ENGINE_CALL)
-    public EngineResponses.Stored store(@PathVariable("ns") String ns, HttpServletRequest request) throws IOException {
+    public EngineResponses.Stored store(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            HttpServletRequest request)
+            throws IOException {
+        guard.requireWrite(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
         return router.store(ns, spec, request.getInputStream(), request.getContentLengthLong());
     }
@@ -126,8 +147,13 @@ public class ClusterEngineController {
             path = "/namespaces/{ns}/blocks:fetch",
             consumes = MediaType.APPLICATION_JSON_VALUE,
             headers = ENGINE_CALL)
-    public void fetch(@PathVariable("ns") String ns, @RequestBody FetchRequest request, HttpServletResponse response)
+    public void fetch(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody FetchRequest request,
+            HttpServletResponse response)
             throws IOException {
+        guard.requireRead(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
         var gathered = router.fetch(ns, spec, blocks.parseHashes(spec, request.blockHashes(), "blockHashes"));
         response.setStatus(HttpServletResponse.SC_OK);
@@ -138,7 +164,12 @@ public class ClusterEngineController {
 
     /** Which of the named blocks this node holds (tier or null each), leased when asked; for other nodes. */
     @PostMapping(path = "/namespaces/{ns}/blocks:probe", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Peer.Probe probe(@PathVariable("ns") String ns, @RequestBody Peer.ProbeRequest request) throws IOException {
+    public Peer.Probe probe(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody Peer.ProbeRequest request)
+            throws IOException {
+        guard.requireRead(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
         List<BlockHash> hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
         return peers.of(peers.self()).probe(ns, hashes, Boolean.TRUE.equals(request.lease()));

@@ -82,7 +82,7 @@ public final class ClusterSettings implements AutoCloseable {
                 if (key.startsWith(NAMESPACES)) {
                     String ns = key.substring(NAMESPACES.length());
                     NamespaceDeclaration declaration = json.readValue(e.getValue(), NamespaceDeclaration.class);
-                    var outcome = namespaces.declare(ns, declaration.toSpec());
+                    var outcome = namespaces.declare(ns, declaration.toSpec(), declaration.tenant());
                     if (outcome == NamespaceRegistry.Outcome.CREATED) {
                         log.info("cluster: namespace '{}' declared from the cluster settings", ns);
                     }

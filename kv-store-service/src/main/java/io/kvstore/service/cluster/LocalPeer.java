@@ -124,7 +124,7 @@ public final class LocalPeer implements Peer {
     public byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException {
         try (var fetch =
                 blocks.fetch(namespace, hashes.stream().map(BlockHash::hex).toList())) {
-            ByteArrayOutputStream out = new ByteArrayOutputStream((int) fetch.contentLength());
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
             fetch.writeTo(out);
             return out.toByteArray();
         }
@@ -132,7 +132,7 @@ public final class LocalPeer implements Peer {
 
     @Override
     public void declare(String namespace, NamespaceDeclaration declaration) {
-        namespaces.declare(namespace, declaration.toSpec());
+        blocks.declare(namespace, declaration.toSpec(), declaration.tenant());
     }
 
     @Override

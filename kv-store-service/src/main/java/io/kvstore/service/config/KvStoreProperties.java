@@ -29,6 +29,8 @@ import org.springframework.validation.annotation.Validated;
  * @param nixl NIXL backend choice (the {@code DYN_KVBM_NIXL_BACKEND_*} environment wins per backend)
  * @param transport the one-sided data plane engines READ and WRITE tier memory through
  * @param local the same-host data path: local engines map the DRAM tier and copy blocks themselves
+ * @param tokens engine API bearer tokens, each bound to a tenant; none means protected mode (loopback only)
+ * @param limits per-request and per-tenant limits that keep one client from starving the rest
  */
 @Validated
 @ConfigurationProperties("kvstore")
@@ -40,7 +42,9 @@ public record KvStoreProperties(
         @Valid @NotNull @DefaultValue Tiers tiers,
         @Valid @NotNull @DefaultValue Nixl nixl,
         @Valid @NotNull @DefaultValue Transport transport,
-        @Valid @NotNull @DefaultValue Local local) {
+        @Valid @NotNull @DefaultValue Local local,
+        @Valid @NotNull @DefaultValue List<Token> tokens,
+        @Valid @NotNull @DefaultValue Limits limits) {
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
@@ -183,4 +187,54 @@ public record KvStoreProperties(
             @DefaultValue("false") boolean enabled,
             @NotNull @DefaultValue("/dev/shm") Path directory,
             @NotNull @DefaultValue("") String group) {}
+
+    /**
+     * One engine API token.
+     *
+     * @param tenant the tenant it acts for; namespaces it declares belong to that tenant
+     * @param token the bearer secret (at least 16 characters)
+     * @param read namespaces it may read: names or {@code prefix*} patterns
+     * @param write namespaces it may declare, store into, delete (write implies read)
+     * @param oneSided whether it may use the one-sided data plane ({@code /v1/transport}, reserve, commit,
+     *     lease locations); its region key opens all of DRAM, so only for trusted engines
+     */
+    public record Token(
+            @NotBlank String tenant,
+
+            @NotBlank @jakarta.validation.constraints.Size(min = 16)
+            String token,
+
+            @NotNull @DefaultValue List<String> read,
+            @NotNull @DefaultValue List<String> write,
+            @DefaultValue("false") boolean oneSided) {}
+
+    /**
+     * Limits on what one request or one tenant may take.
+     *
+     * @param maxJsonBody the largest JSON request body (lookups, fetch and reserve lists); 413 above
+     * @param maxLookupTokens token ids per lookup
+     * @param maxBlocksPerRequest block hashes per lookup, fetch, reserve or pin
+     * @param maxFramesPerUpload frames per store request
+     * @param uploadDeadline how long a whole store request may take
+     * @param frameTimeout how long one frame's bytes may take once its slot is taken (a slot is taken only
+     *     after the frame's first 64 KiB arrived)
+     * @param maxReservationTimeout the longest {@code timeoutSeconds} a reservation may ask
+     * @param reservedFractionPerTenant the share of the DRAM tier one tenant may hold in uncommitted
+     *     reservations at once; more answers 429
+     */
+    public record Limits(
+            @NotNull @DefaultValue("16MB") DataSize maxJsonBody,
+            @Min(1) @DefaultValue("1048576") int maxLookupTokens,
+            @Min(1) @DefaultValue("65536") int maxBlocksPerRequest,
+            @Min(1) @DefaultValue("65536") int maxFramesPerUpload,
+            @NotNull @DefaultValue("10m") Duration uploadDeadline,
+            @NotNull @DefaultValue("15s") Duration frameTimeout,
+            @NotNull @DefaultValue("10m") Duration maxReservationTimeout,
+            @DefaultValue("0.5") double reservedFractionPerTenant) {
+
+        @AssertTrue(message = "kvstore.limits.reserved-fraction-per-tenant must be in (0, 1]")
+        public boolean isReservedFractionValid() {
+            return reservedFractionPerTenant > 0 && reservedFractionPerTenant <= 1;
+        }
+    }
 }

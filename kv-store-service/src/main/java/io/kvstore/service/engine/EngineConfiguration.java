@@ -12,6 +12,7 @@ import io.kvstore.service.local.LocalDataPath;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.transport.BackendProbe;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
@@ -117,7 +118,9 @@ public class EngineConfiguration {
 
     @Bean
     BodySizeLimitFilter bodySizeLimitFilter(KvStoreProperties properties) {
-        return new BodySizeLimitFilter(properties.maxRequestSize().toBytes());
+        return new BodySizeLimitFilter(
+                properties.maxRequestSize().toBytes(),
+                properties.limits().maxJsonBody().toBytes());
     }
 
     @Bean(destroyMethod = "close")
@@ -127,7 +130,24 @@ public class EngineConfiguration {
 
     @Bean
     NamespaceRegistry namespaceRegistry(KvStoreProperties properties, JsonMapper json) {
-        return new NamespaceRegistry(properties.dataDir(), json);
+        // a block must fit one slab of every tier it may land in
+        var t = properties.tiers();
+        long max = t.dram().slabSize().toBytes();
+        String setting = "kvstore.tiers.dram.slab-size";
+        if (t.hbm() != null && t.hbm().slabSize().toBytes() < max) {
+            max = t.hbm().slabSize().toBytes();
+            setting = "kvstore.tiers.hbm.slab-size";
+        }
+        if (t.nvme().enabled() && t.nvme().slabSize().toBytes() < max) {
+            max = t.nvme().slabSize().toBytes();
+            setting = "kvstore.tiers.nvme.slab-size";
+        }
+        return new NamespaceRegistry(properties.dataDir(), json, max, setting);
+    }
+
+    @Bean
+    ReservationLedger reservationLedger(KvStoreProperties properties) {
+        return new ReservationLedger(properties, Clock.systemUTC());
     }
 
     @Bean

@@ -14,23 +14,30 @@ import org.springframework.web.filter.OncePerRequestFilter;
 /**
  * Holds every request body to {@code kvstore.max-request-size}: a declared length over it is answered
  * 413 before a byte is read; a chunked body is cut off when it passes the limit, and the read fails with
- * {@link PayloadTooLargeException}, which the error advice also answers 413. So a huge JSON lookup cannot
- * fill the heap.
+ * {@link PayloadTooLargeException}, which the error advice also answers 413. Bodies other than block
+ * batches ({@code application/octet-stream}) are JSON parsed on the heap and held to the much smaller
+ * {@code kvstore.limits.max-json-body}, so a huge JSON lookup is refused at once instead of filling the heap.
  */
 public final class BodySizeLimitFilter extends OncePerRequestFilter {
 
-    private final long maxBytes;
+    private final long maxBlockBody;
+    private final long maxJsonBody;
 
-    public BodySizeLimitFilter(long maxBytes) {
-        this.maxBytes = maxBytes;
+    public BodySizeLimitFilter(long maxBlockBody, long maxJsonBody) {
+        this.maxBlockBody = maxBlockBody;
+        this.maxJsonBody = Math.min(maxJsonBody, maxBlockBody);
     }
 
     @Override
     protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
             throws ServletException, IOException {
         long declared = request.getContentLengthLong();
+        String type = request.getContentType();
+        boolean blocks = type != null && type.toLowerCase(java.util.Locale.ROOT).startsWith("application/octet-stream");
+        long maxBytes = blocks ? maxBlockBody : maxJsonBody;
+        String setting = blocks ? "kvstore.max-request-size" : "kvstore.limits.max-json-body";
         if (declared > maxBytes) {
-            String detail = "the request body has " + declared + " bytes; kvstore.max-request-size allows " + maxBytes;
+            String detail = "the request body has " + declared + " bytes; " + setting + " allows " + maxBytes;
             response.setStatus(413);
             response.setContentType("application/problem+json");
             response.getOutputStream()
@@ -40,18 +47,20 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
                             .getBytes(StandardCharsets.UTF_8));
             return;
         }
-        chain.doFilter(declared >= 0 ? request : new Limited(request, maxBytes), response);
+        chain.doFilter(declared >= 0 ? request : new Limited(request, maxBytes, setting), response);
     }
 
     /** A request whose body stream fails once more than the limit has been read. */
     private static final class Limited extends HttpServletRequestWrapper {
 
         private final long maxBytes;
+        private final String setting;
         private ServletInputStream stream;
 
-        Limited(HttpServletRequest request, long maxBytes) {
+        Limited(HttpServletRequest request, long maxBytes, String setting) {
             super(request);
             this.maxBytes = maxBytes;
+            this.setting = setting;
         }
 
         @Override
@@ -93,7 +102,7 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
                         read += n;
                         if (read > maxBytes) {
                             throw new PayloadTooLargeException(
-                                    "the request body passed kvstore.max-request-size (" + maxBytes + " bytes)");
+                                    "the request body passed " + setting + " (" + maxBytes + " bytes)");
                         }
                     }
 

@@ -2,6 +2,8 @@ package io.kvstore.service.error;
 
 import io.kvstore.engine.BlockConflictException;
 import io.kvstore.engine.BlockHeldException;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
@@ -35,6 +37,56 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ProblemAdvice.class);
 
+    private final EngineMetrics metrics;
+    private final TierEngine engine;
+
+    public ProblemAdvice(EngineMetrics metrics, TierEngine engine) {
+        this.metrics = metrics;
+        this.engine = engine;
+    }
+
+    @ExceptionHandler(UnauthorizedException.class)
+    ResponseEntity<Object> unauthorized(UnauthorizedException e) {
+        return ResponseEntity.status(HttpStatus.UNAUTHORIZED)
+                .header(HttpHeaders.WWW_AUTHENTICATE, "Bearer realm=\"kvstore\"")
+                .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem(HttpStatus.UNAUTHORIZED, "Unauthorized", e.getMessage()));
+    }
+
+    @ExceptionHandler(ForbiddenException.class)
+    ResponseEntity<Object> forbidden(ForbiddenException e) {
+        return respond(problem(HttpStatus.FORBIDDEN, "Forbidden", e.getMessage()));
+    }
+
+    @ExceptionHandler(TooManyRequestsException.class)
+    ResponseEntity<Object> tooMany(TooManyRequestsException e) {
+        return respond(problem(HttpStatus.TOO_MANY_REQUESTS, "Quota exceeded", e.getMessage()));
+    }
+
+    @ExceptionHandler(RequestTimeoutException.class)
+    ResponseEntity<Object> timeout(RequestTimeoutException e) {
+        log.info("answered 408: {}", e.getMessage());
+        return ResponseEntity.status(HttpStatus.REQUEST_TIMEOUT)
+                .header(HttpHeaders.CONNECTION, "close")
+                .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem(HttpStatus.REQUEST_TIMEOUT, "Request timeout", e.getMessage()));
+    }
+
+    @ExceptionHandler(InsufficientStorageException.class)
+    ResponseEntity<Object> noStorage(InsufficientStorageException e) {
+        return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "Insufficient storage", e.getMessage()));
+    }
+
+    /** Nobody is left to answer: one INFO line and a count, no stack trace. */
+    @ExceptionHandler(ClientGoneException.class)
+    void clientGone(ClientGoneException e, jakarta.servlet.http.HttpServletResponse response) {
+        metrics.clientGone();
+        log.info(
+                "{} ({})",
+                e.getMessage(),
+                e.getCause() == null ? "closed" : e.getCause().toString());
+    }
+
     @ExceptionHandler(InvalidRequestException.class)
     ResponseEntity<Object> invalid(InvalidRequestException e) {
         ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "Invalid request", e.getMessage());
@@ -62,7 +114,9 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
         return respond(problem(
                 HttpStatus.INSUFFICIENT_STORAGE,
                 "No space in any tier",
-                e.getMessage() + "; everything left is pinned, leased or being read"));
+                e.getMessage() + "; nothing more can be evicted or demoted now: the blocks left are pinned, "
+                        + "leased or being read, the tier below is full or failing, or the room is held by "
+                        + engine.activeReservations() + " open reservation(s) and uploads in progress"));
     }
 
     @ExceptionHandler(io.kvstore.service.error.TransportUnavailableException.class)

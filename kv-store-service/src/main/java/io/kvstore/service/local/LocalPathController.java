@@ -17,6 +17,8 @@ import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.security.Caller;
+import io.kvstore.service.security.TenantGuard;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
@@ -29,6 +31,7 @@ import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -51,18 +54,21 @@ public class LocalPathController {
     private final NamespaceRegistry namespaces;
     private final BlockService blocks;
     private final EngineMetrics metrics;
+    private final TenantGuard guard;
 
     public LocalPathController(
             LocalDataPath local,
             TierEngine engine,
             NamespaceRegistry namespaces,
             BlockService blocks,
-            EngineMetrics metrics) {
+            EngineMetrics metrics,
+            TenantGuard guard) {
         this.local = local;
         this.engine = engine;
         this.namespaces = namespaces;
         this.blocks = blocks;
         this.metrics = metrics;
+        this.guard = guard;
     }
 
     /** One block to reserve: its hash and its parent's (absent for a prompt's first block). */
@@ -110,13 +116,20 @@ public class LocalPathController {
             List<Location> locations) {}
 
     @GetMapping
-    public LocalDataPath.View describe() {
+    public LocalDataPath.View describe(@RequestAttribute(Caller.ATTRIBUTE) Caller caller) {
+        // the mapped file holds all of DRAM, every tenant's blocks: like the one-sided region key
+        guard.requireOneSided(caller);
         return local.view();
     }
 
     @PostMapping(path = "/namespaces/{ns}/blocks:reserve", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public ReserveResponse reserve(@PathVariable("ns") String ns, @RequestBody ReserveRequest request)
+    public ReserveResponse reserve(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody ReserveRequest request)
             throws IOException {
+        guard.requireWrite(caller, ns);
+        guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);
         local.requireAvailable();
         if (request.blocks() == null || request.blocks().isEmpty()) {
@@ -152,7 +165,12 @@ public class LocalPathController {
     }
 
     @PostMapping(path = "/namespaces/{ns}/blocks:commit", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public CommitResponse commit(@PathVariable("ns") String ns, @RequestBody CommitRequest request) {
+    public CommitResponse commit(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody CommitRequest request) {
+        guard.requireWrite(caller, ns);
+        guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);
         if (request.reservationId() == null) {
             throw new InvalidRequestException("reservationId", "reservationId is required");
@@ -195,7 +213,12 @@ public class LocalPathController {
     }
 
     @PostMapping(path = "/namespaces/{ns}/blocks:lease", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public LeaseResponse lease(@PathVariable("ns") String ns, @RequestBody LeaseRequest request) {
+    public LeaseResponse lease(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody LeaseRequest request) {
+        guard.requireRead(caller, ns);
+        guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);
         local.requireAvailable();
         List<BlockHash> hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");

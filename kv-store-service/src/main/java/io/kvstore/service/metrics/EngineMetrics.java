@@ -33,8 +33,17 @@ public final class EngineMetrics implements EngineEvents {
     private final java.util.concurrent.ConcurrentHashMap<Route, TransferMeters> transferMeters =
             new java.util.concurrent.ConcurrentHashMap<>();
 
+    private final Counter missingFrames;
+    private final Counter clientDisconnects;
+
     public EngineMetrics(MeterRegistry registry) {
         this.registry = registry;
+        this.missingFrames = Counter.builder("kvstore.fetch.missing.blocks")
+                .description("Blocks a fetch answered as missing frames (failed verification or lost mid-answer)")
+                .register(registry);
+        this.clientDisconnects = Counter.builder("kvstore.client.disconnects")
+                .description("Requests whose client closed the connection mid-upload or mid-fetch")
+                .register(registry);
         this.lookupRequests = Counter.builder("kvstore.lookup.requests")
                 .description("Lookups answered")
                 .register(registry);
@@ -114,5 +123,15 @@ public final class EngineMetrics implements EngineEvents {
     @Override
     public void moved(TierId from, TierId to, long bytes, long nanos) {
         transfer(from.name(), to.name(), LOCAL, bytes, nanos);
+    }
+
+    /** A fetch sent a block as a missing frame. */
+    public void missingFrame() {
+        missingFrames.increment();
+    }
+
+    /** A client closed its connection while its body was read or its answer written. */
+    public void clientGone() {
+        clientDisconnects.increment();
     }
 }

@@ -6,7 +6,13 @@ import io.kvstore.hashing.HashScheme;
  * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
  * {@code namespaces.json}).
  */
-public record NamespaceDeclaration(String model, Layout layout, String hashScheme, String hashSeed) {
+public record NamespaceDeclaration(
+        String model, Layout layout, String hashScheme, String hashSeed, String durability, String tenant) {
+
+    /** {@code durability} values: acknowledged once in a tier (default), or once on the durable tier. */
+    public static final String WRITE_BACK = "write-back";
+
+    public static final String WRITE_THROUGH = "write-through";
 
     /** The KV layout of one block. */
     public record Layout(Integer layers, Integer kvHeads, Integer headDim, String dtype, Integer blockSize) {}
@@ -28,6 +34,15 @@ public record NamespaceDeclaration(String model, Layout layout, String hashSchem
         } catch (IllegalArgumentException e) {
             throw new InvalidNamespaceException("hashScheme", "hashScheme: " + e.getMessage());
         }
+        boolean writeThrough;
+        if (durability == null || durability.equals(WRITE_BACK)) {
+            writeThrough = false;
+        } else if (durability.equals(WRITE_THROUGH)) {
+            writeThrough = true;
+        } else {
+            throw new InvalidNamespaceException(
+                    "durability", "durability must be 'write-back' or 'write-through', got '" + durability + "'");
+        }
         return new NamespaceSpec(
                 model,
                 required(layout.layers(), "layout.layers"),
@@ -36,11 +51,17 @@ public record NamespaceDeclaration(String model, Layout layout, String hashSchem
                 dtype,
                 layout.blockSize() == null ? 16 : layout.blockSize(),
                 scheme,
-                hashSeed);
+                hashSeed,
+                writeThrough);
     }
 
     /** The declaration of a validated spec, with names in canonical form. */
     public static NamespaceDeclaration of(NamespaceSpec spec) {
+        return of(spec, null);
+    }
+
+    /** The declaration of a validated spec as kept on disk, with the tenant that owns it. */
+    public static NamespaceDeclaration of(NamespaceSpec spec, String tenant) {
         return new NamespaceDeclaration(
                 spec.model(),
                 new Layout(
@@ -50,7 +71,9 @@ public record NamespaceDeclaration(String model, Layout layout, String hashSchem
                         spec.dtype().wireName(),
                         spec.blockSize()),
                 spec.hashScheme().wireName(),
-                spec.hashSeed());
+                spec.hashSeed(),
+                spec.writeThrough() ? WRITE_THROUGH : WRITE_BACK,
+                tenant);
     }
 
     private static int required(Integer value, String field) {

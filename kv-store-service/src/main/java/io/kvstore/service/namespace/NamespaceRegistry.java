@@ -1,13 +1,13 @@
 package io.kvstore.service.namespace;
 
+import io.kvstore.service.config.DurableFiles;
 import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.InsufficientStorageException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
@@ -20,7 +20,10 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * The declared namespaces, kept in {@code namespaces.json} under the data directory so that blocks the
  * NVMe tier recovers after a restart still belong to a known layout. Reads are lock-free; declarations
- * and removals are serialised and each rewrites the file atomically (temporary file, then rename).
+ * and removals are serialised and each rewrites the file atomically and durably ({@link DurableFiles})
+ * before the change is visible: when the file cannot be written (a full disk) the change is refused with
+ * 507 and nothing changed, in memory or after a restart. Each namespace belongs to the tenant that declared
+ * it.
  */
 public final class NamespaceRegistry {
 
@@ -35,11 +38,20 @@ public final class NamespaceRegistry {
 
     private final Path file;
     private final JsonMapper json;
+    private final long maxBlockBytes;
+    private final String slabSetting;
     private final Map<String, NamespaceSpec> specs = new ConcurrentHashMap<>();
+    private final Map<String, String> owners = new ConcurrentHashMap<>();
 
-    public NamespaceRegistry(Path dataDir, JsonMapper json) {
+    /**
+     * @param maxBlockBytes the largest block every tier can hold (its smallest slab size)
+     * @param slabSetting the property that sets that limit, named when a layout exceeds it
+     */
+    public NamespaceRegistry(Path dataDir, JsonMapper json, long maxBlockBytes, String slabSetting) {
         this.file = dataDir.resolve("namespaces.json");
         this.json = json;
+        this.maxBlockBytes = maxBlockBytes;
+        this.slabSetting = slabSetting;
         load();
     }
 
@@ -54,7 +66,12 @@ public final class NamespaceRegistry {
             throw new IllegalStateException(
                     "cannot read namespace declarations from " + file + ": " + e.getMessage(), e);
         }
-        stored.forEach((name, declaration) -> specs.put(name, declaration.toSpec()));
+        stored.forEach((name, declaration) -> {
+            specs.put(name, declaration.toSpec());
+            if (declaration.tenant() != null) {
+                owners.put(name, declaration.tenant());
+            }
+        });
         log.info("{} namespace(s) declared before restart: {}", specs.size(), new TreeMap<>(specs).keySet());
     }
 
@@ -73,8 +90,14 @@ public final class NamespaceRegistry {
      *
      * @throws ConflictException when it is already declared with another layout or hash scheme
      */
-    public synchronized Outcome declare(String name, NamespaceSpec spec) {
+    public synchronized Outcome declare(String name, NamespaceSpec spec, String tenant) {
         checkName(name);
+        if (spec.blockBytes() > maxBlockBytes) {
+            throw new InvalidNamespaceException(
+                    "layout",
+                    "layout gives blocks of " + spec.blockBytes() + " bytes; the tiers hold blocks of at most "
+                            + maxBlockBytes + " bytes (" + slabSetting + ")");
+        }
         NamespaceSpec existing = specs.get(name);
         if (existing != null) {
             if (existing.equals(spec)) {
@@ -83,13 +106,13 @@ public final class NamespaceRegistry {
             throw new ConflictException("namespace '" + name + "' is already declared as "
                     + NamespaceDeclaration.of(existing) + "; delete it first to change its layout");
         }
-        specs.put(name, spec);
-        try {
-            save();
-        } catch (UncheckedIOException e) {
-            specs.remove(name);
-            throw e;
+        Map<String, NamespaceDeclaration> next = declarations();
+        next.put(name, NamespaceDeclaration.of(spec, tenant));
+        save(next);
+        if (tenant != null) {
+            owners.put(name, tenant);
         }
+        specs.put(name, spec);
         log.info(
                 "namespace {} declared: {} blocks of {} bytes, {}",
                 name,
@@ -108,12 +131,21 @@ public final class NamespaceRegistry {
         return spec;
     }
 
+    /** The tenant that declared the namespace, or null (declared before tenants, or not declared). */
+    public String owner(String name) {
+        return owners.get(name);
+    }
+
+    /** Removes the declaration, on disk first: when that fails (507) it stays declared. */
     public synchronized boolean remove(String name) {
-        NamespaceSpec removed = specs.remove(name);
-        if (removed == null) {
+        if (!specs.containsKey(name)) {
             return false;
         }
-        save();
+        Map<String, NamespaceDeclaration> next = declarations();
+        next.remove(name);
+        save(next);
+        specs.remove(name);
+        owners.remove(name);
         log.info("namespace {} removed", name);
         return true;
     }
@@ -122,16 +154,19 @@ public final class NamespaceRegistry {
         return new TreeMap<>(specs);
     }
 
-    private void save() {
+    private Map<String, NamespaceDeclaration> declarations() {
         Map<String, NamespaceDeclaration> out = new TreeMap<>();
-        specs.forEach((name, spec) -> out.put(name, NamespaceDeclaration.of(spec)));
+        specs.forEach((name, spec) -> out.put(name, NamespaceDeclaration.of(spec, owners.get(name))));
+        return out;
+    }
+
+    private void save(Map<String, NamespaceDeclaration> declarations) {
         try {
-            Files.createDirectories(file.getParent());
-            Path tmp = file.resolveSibling(file.getFileName() + ".tmp");
-            Files.write(tmp, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(out));
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            DurableFiles.replace(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(declarations));
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot write namespace declarations to " + file + ": " + e.getMessage(), e);
+            log.warn("namespace change refused: cannot write {}: {}", file, e.toString());
+            throw new InsufficientStorageException(
+                    "the namespace change was not made: cannot write " + file.getFileName() + " (" + e + ")", e);
         }
     }
 }

@@ -17,6 +17,8 @@ import io.kvstore.hashing.HashScheme;
  * @param hashSeed for the {@code vllm:*} schemes the engine's {@code PYTHONHASHSEED} (required; {@code ""} is a
  *     valid seed); for the {@code dynamo:*} schemes absent (the salt hash is derived per request from LoRA name
  *     and cache salt, as Dynamo does) or a fixed 64-bit salt hash
+ * @param writeThrough {@code "durability": "write-through"}: every store reaches the durable (NVMe) tier before
+ *     it is acknowledged; otherwise write-back (blocks reach NVMe when demoted)
  */
 public record NamespaceSpec(
         String model,
@@ -26,7 +28,8 @@ public record NamespaceSpec(
         Dtype dtype,
         int blockSize,
         HashScheme hashScheme,
-        String hashSeed) {
+        String hashSeed,
+        boolean writeThrough) {
 
     /** The largest block accepted: a slab of the default configuration. */
     public static final long MAX_BLOCK_BYTES = 32L << 20;

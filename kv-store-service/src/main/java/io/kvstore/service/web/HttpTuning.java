@@ -14,6 +14,37 @@ public class HttpTuning {
 
     static final int SOCKET_BUFFER = 256 * 1024;
 
+    /**
+     * Tomcat's own error page (HTML) becomes {@link ProblemErrorReportValve}: the host's error valves are
+     * replaced just before the application starts, after every other customizer has run.
+     */
+    @Bean
+    org.springframework.boot.tomcat.TomcatContextCustomizer problemJsonForContainerErrors() {
+        return context -> {
+            var host = (org.apache.catalina.Host) context.getParent();
+            if (host instanceof org.apache.catalina.core.StandardHost standard) {
+                standard.setErrorReportValveClass(ProblemErrorReportValve.class.getName());
+            }
+            context.addLifecycleListener(event -> {
+                if (!org.apache.catalina.Lifecycle.BEFORE_START_EVENT.equals(event.getType())) {
+                    return;
+                }
+                var pipeline = host.getPipeline();
+                boolean ours = false;
+                for (var valve : pipeline.getValves()) {
+                    if (valve instanceof ProblemErrorReportValve) {
+                        ours = true;
+                    } else if (valve instanceof org.apache.catalina.valves.ErrorReportValve) {
+                        pipeline.removeValve(valve);
+                    }
+                }
+                if (!ours) {
+                    pipeline.addValve(new ProblemErrorReportValve());
+                }
+            });
+        };
+    }
+
     @Bean
     TomcatConnectorCustomizer blockSizedSocketBuffers() {
         return connector -> {

@@ -1,0 +1,187 @@
+package io.kvstore.service.security;
+
+import io.kvstore.service.config.DurableFiles;
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.error.NotFoundException;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import tools.jackson.core.type.TypeReference;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The engine API's bearer tokens: those of {@code kvstore.tokens} plus those issued at run time through
+ * the admin API, which are kept (as SHA-256 digests only) in {@code tokens.json} under the data directory
+ * and survive restarts. A presented token is hashed and compared with every known digest in constant
+ * time, so neither a match's position nor a partial match shows in the response time.
+ */
+public final class TokenStore {
+
+    private static final Logger log = LoggerFactory.getLogger(TokenStore.class);
+    private static final Pattern TENANT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    private static final Pattern NAMESPACE_PATTERN = Pattern.compile("\\*|[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\\*?");
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    private final Path file;
+    private final JsonMapper json;
+    private final List<ApiToken> tokens = new CopyOnWriteArrayList<>();
+
+    public TokenStore(KvStoreProperties properties, JsonMapper json) {
+        this.file = properties.dataDir().resolve("tokens.json");
+        this.json = json;
+        int n = 0;
+        for (KvStoreProperties.Token t : properties.tokens()) {
+            String field = "kvstore.tokens[" + n + "]";
+            checkGrant(t.tenant(), t.read(), t.write(), field);
+            tokens.add(new ApiToken(
+                    "config-" + n, t.tenant(), sha256(t.token()), t.read(), t.write(), t.oneSided(), true));
+            n++;
+        }
+        if (Files.exists(file)) {
+            try {
+                tokens.addAll(json.readValue(file.toFile(), new TypeReference<List<ApiToken>>() {}));
+            } catch (RuntimeException e) {
+                throw new IllegalStateException("cannot read API tokens from " + file + ": " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** Whether no token exists at all: the engine API then serves loopback clients only (protected mode). */
+    public boolean empty() {
+        return tokens.isEmpty();
+    }
+
+    /** The caller a presented token stands for, or null when it matches none (checked against every token). */
+    public @Nullable Caller authenticate(String presented) {
+        byte[] digest = HexFormat.of().parseHex(sha256(presented));
+        ApiToken match = null;
+        for (ApiToken t : tokens) {
+            if (MessageDigest.isEqual(digest, HexFormat.of().parseHex(t.sha256())) && match == null) {
+                match = t;
+            }
+        }
+        return match == null ? null : match.caller();
+    }
+
+    /** A token just issued: the secret is shown once and never stored. */
+    public record Issued(ApiToken token, String secret) {}
+
+    /** Issues a random token for {@code tenant} and persists its digest before returning it. */
+    public synchronized Issued issue(String tenant, List<String> read, List<String> write, boolean oneSided) {
+        checkGrant(tenant, read, write, "");
+        byte[] raw = new byte[32];
+        RANDOM.nextBytes(raw);
+        String secret = "kvs_" + Base64.getUrlEncoder().withoutPadding().encodeToString(raw);
+        byte[] idBytes = new byte[6];
+        RANDOM.nextBytes(idBytes);
+        ApiToken token = new ApiToken(
+                "tok-" + HexFormat.of().formatHex(idBytes), tenant, sha256(secret), read, write, oneSided, false);
+        tokens.add(token);
+        try {
+            save();
+        } catch (UncheckedIOException e) {
+            tokens.remove(token);
+            throw e;
+        }
+        log.info(
+                "API token {} issued for tenant {} (read {}, write {}, one-sided {})",
+                token.id(),
+                tenant,
+                read,
+                write,
+                oneSided);
+        return new Issued(token, secret);
+    }
+
+    /** Revokes an issued token; configured ones are refused (they would come back on restart). */
+    public synchronized void revoke(String id) {
+        ApiToken token =
+                tokens.stream().filter(t -> t.id().equals(id)).findFirst().orElse(null);
+        if (token == null) {
+            throw new NotFoundException("API token '" + id + "' is unknown or already revoked");
+        }
+        if (token.configured()) {
+            throw new ConflictException(
+                    "API token '" + id + "' comes from kvstore.tokens; remove it from the configuration and restart");
+        }
+        tokens.remove(token);
+        try {
+            save();
+        } catch (UncheckedIOException e) {
+            tokens.add(token);
+            throw e;
+        }
+        log.info("API token {} of tenant {} revoked", id, token.tenant());
+    }
+
+    public List<ApiToken> all() {
+        return List.copyOf(tokens);
+    }
+
+    private void save() {
+        List<ApiToken> issued = new ArrayList<>();
+        for (ApiToken t : tokens) {
+            if (!t.configured()) {
+                issued.add(t);
+            }
+        }
+        try {
+            DurableFiles.replace(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(issued));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write API tokens to " + file + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static void checkGrant(String tenant, List<String> read, List<String> write, String prefix) {
+        String p = prefix.isEmpty() ? "" : prefix + ".";
+        if (tenant == null || !TENANT.matcher(tenant).matches()) {
+            throw new InvalidRequestException(
+                    p + "tenant", p + "tenant '" + tenant + "' must be 1 to 64 letters, digits, '.', '_' or '-'");
+        }
+        checkPatterns(read, p + "read");
+        checkPatterns(write, p + "write");
+        if ((read == null || read.isEmpty()) && (write == null || write.isEmpty())) {
+            throw new InvalidRequestException(
+                    p + "read", p + "read or " + p + "write must name at least one namespace");
+        }
+    }
+
+    private static void checkPatterns(List<String> patterns, String field) {
+        if (patterns == null) {
+            return;
+        }
+        for (int i = 0; i < patterns.size(); i++) {
+            String s = patterns.get(i);
+            if (s == null || !NAMESPACE_PATTERN.matcher(s).matches()) {
+                throw new InvalidRequestException(
+                        field + "[" + i + "]",
+                        field + "[" + i + "]: '" + s + "' is not a namespace name or 'prefix*' pattern");
+            }
+        }
+    }
+
+    static String sha256(String token) {
+        try {
+            return HexFormat.of()
+                    .formatHex(MessageDigest.getInstance("SHA-256").digest(token.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}

@@ -1,0 +1,91 @@
+package io.kvstore.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.tier.nvme.NvmeTier;
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
+
+/**
+ * A fetch never ends short: with one byte flipped on disk in the 4th of 8 blocks, the answer is still
+ * complete and parseable, the bad block a missing frame ({@code length = 0xFFFFFFFF}, no bytes), every
+ * other block byte-exact.
+ */
+class FetchIntegrityTest extends ServiceTest {
+
+    @Autowired
+    TierEngine engine;
+
+    @Test
+    void aBlockCorruptOnDiskBecomesAMissingFrameAndTheAnswerStaysComplete() throws Exception {
+        assertThat(http.json("PUT", "/v1/namespaces/flip", TestLayout.declaration("m"))
+                        .statusCode())
+                .isIn(200, 201);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(8, 404));
+        List<byte[]> blocks = TestLayout.blocks(8, 404);
+        assertThat(http.putBytes(
+                                "/v1/namespaces/flip/blocks",
+                                "application/octet-stream",
+                                Http.frames(hashes, blocks, null))
+                        .statusCode())
+                .isEqualTo(200);
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"flip\"}", ADMIN)
+                        .body())
+                .contains("\"evictedBlocks\":8");
+        NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
+        BlockKey bad = new BlockKey("flip", hashes.get(3));
+        try (FileChannel ch = FileChannel.open(nvme.fileOf(bad), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            long at = nvme.offsetOf(bad) % nvme.fileSize() + 1000;
+            ByteBuffer one = ByteBuffer.allocate(1);
+            ch.read(one, at);
+            one.put(0, (byte) (one.get(0) ^ 0x5A)).rewind();
+            ch.write(one, at);
+            ch.force(true);
+        }
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"flip\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
+                .contains("\"matchedBlocks\":8");
+
+        var r = http.fetch("flip", "{\"blockHashes\":" + Http.hexList(hashes) + "}");
+        assertThat(r.statusCode()).isEqualTo(200);
+        var in = new DataInputStream(new ByteArrayInputStream(r.body()));
+        for (int i = 0; i < 8; i++) {
+            int hashLen = in.readUnsignedByte();
+            assertThat(in.readNBytes(hashLen)).isEqualTo(hashes.get(i).toBytes());
+            int parentLen = in.readUnsignedByte();
+            in.readNBytes(parentLen);
+            int length = in.readInt();
+            if (i == 3) {
+                assertThat(length).as("block 3 is a missing frame").isEqualTo(0xFFFF_FFFF);
+                continue;
+            }
+            assertThat(length).isEqualTo(TestLayout.BLOCK_BYTES);
+            assertThat(Arrays.equals(in.readNBytes(length), blocks.get(i)))
+                    .as("block " + i)
+                    .isTrue();
+        }
+        assertThat(in.available()).as("nothing after the last frame").isZero();
+        assertThat(http.get("/actuator/prometheus").body()).containsPattern("kvstore_fetch_missing_blocks_total [1-9]");
+        // the corrupt copy is gone: a lookup now stops before it
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"flip\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
+                .contains("\"matchedBlocks\":3");
+    }
+}

@@ -1,0 +1,247 @@
+package io.kvstore.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockHash;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * Tenants and tokens on the engine API over real HTTP: every endpoint refuses a request without a token
+ * (401) or with an unknown one (403), one tenant cannot reach another's namespace through any endpoint
+ * even with a token whose patterns cover it, a read-only token cannot write, the one-sided data plane
+ * needs its own grant, and tokens issued through the admin API work at once, survive as digests only,
+ * and stop working when revoked.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "kvstore.admin-token=secret",
+            "kvstore.tiers.dram.capacity=2MB",
+            "kvstore.tiers.dram.slab-size=256KB",
+            "kvstore.tiers.nvme.capacity=4MB",
+            "kvstore.tiers.nvme.file-size=1MB",
+            "kvstore.tiers.nvme.slab-size=256KB",
+            "kvstore.tokens[0].tenant=alpha",
+            "kvstore.tokens[0].token=alpha-token-0123456789",
+            "kvstore.tokens[0].write=a-*",
+            "kvstore.tokens[0].one-sided=true",
+            "kvstore.tokens[1].tenant=beta",
+            "kvstore.tokens[1].token=beta-token-0123456789",
+            "kvstore.tokens[1].write=*",
+            "kvstore.tokens[1].one-sided=true",
+            "kvstore.tokens[2].tenant=alpha",
+            "kvstore.tokens[2].token=alpha-reader-0123456789",
+            "kvstore.tokens[2].read=a-*"
+        })
+class TenantApiTest {
+
+    static final Path DATA_DIR = TempDirs.create("kvstore-tenant-test");
+
+    static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
+    static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
+    static final String[] ALPHA_READER = {"Authorization", "Bearer alpha-reader-0123456789"};
+    static final String[] WRONG = {"Authorization", "Bearer not-a-token-at-all"};
+    static final String[] ADMIN = {"Authorization", "Bearer secret"};
+
+    @DynamicPropertySource
+    static void dataDir(DynamicPropertyRegistry registry) {
+        registry.add("kvstore.data-dir", DATA_DIR::toString);
+    }
+
+    @LocalServerPort
+    int port;
+
+    /** Every engine endpoint, as method, path, content type and body, for namespace {@code ns}. */
+    private static List<String[]> endpoints(String ns, String hash) {
+        String block = "{\"blockHashes\":[\"" + hash + "\"]}";
+        return List.of(
+                new String[] {"PUT", "/v1/namespaces/" + ns, "application/json", TestLayout.declaration("m")},
+                new String[] {"GET", "/v1/namespaces/" + ns, null, null},
+                new String[] {"DELETE", "/v1/namespaces/" + ns, null, null},
+                new String[] {
+                    "POST", "/v1/lookup", "application/json", "{\"namespace\":\"" + ns + "\",\"blockHashes\":[]}"
+                },
+                new String[] {"PUT", "/v1/namespaces/" + ns + "/blocks", "application/octet-stream", ""},
+                new String[] {"POST", "/v1/namespaces/" + ns + "/blocks:fetch", "application/json", block},
+                new String[] {"DELETE", "/v1/namespaces/" + ns + "/blocks/" + hash, null, null},
+                new String[] {
+                    "POST",
+                    "/v1/namespaces/" + ns + "/blocks:reserve",
+                    "application/json",
+                    "{\"blocks\":[{\"hash\":\"" + hash + "\"}]}"
+                },
+                new String[] {
+                    "POST", "/v1/namespaces/" + ns + "/blocks:commit", "application/json", "{\"reservationId\":\"x\"}"
+                },
+                new String[] {
+                    "POST",
+                    "/v1/local/namespaces/" + ns + "/blocks:reserve",
+                    "application/json",
+                    "{\"blocks\":[{\"hash\":\"" + hash + "\"}]}"
+                },
+                new String[] {
+                    "POST",
+                    "/v1/local/namespaces/" + ns + "/blocks:commit",
+                    "application/json",
+                    "{\"reservationId\":\"x\"}"
+                },
+                new String[] {"POST", "/v1/local/namespaces/" + ns + "/blocks:lease", "application/json", block});
+    }
+
+    private static final List<String[]> UNSCOPED = List.of(
+            new String[] {"GET", "/v1/namespaces", null, null},
+            new String[] {"GET", "/v1/transport", null, null},
+            new String[] {"GET", "/v1/local", null, null},
+            new String[] {"GET", "/v1/leases/some-id", null, null},
+            new String[] {"DELETE", "/v1/leases/some-id", null, null},
+            new String[] {"DELETE", "/v1/reservations/some-id", null, null});
+
+    private HttpResponse<String> call(String[] e, String... headers) throws Exception {
+        return new Http(port).send(e[0], e[1], e[2], e[3], headers);
+    }
+
+    private static void assertProblem(HttpResponse<String> r, int status, String[] e) {
+        assertThat(r.statusCode()).as(e[0] + " " + e[1] + ": " + r.body()).isEqualTo(status);
+        assertThat(r.headers().firstValue("Content-Type"))
+                .as(e[0] + " " + e[1])
+                .hasValueSatisfying(t -> assertThat(t).startsWith("application/problem+json"));
+    }
+
+    private List<BlockHash> storeAlpha(String ns) throws Exception {
+        var http = new Http(port);
+        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"), ALPHA)
+                        .statusCode())
+                .isEqualTo(201);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(2, 5));
+        var body = Http.frames(hashes, TestLayout.blocks(2, 5), null);
+        var put = Http.CLIENT.send(
+                java.net.http.HttpRequest.newBuilder(
+                                java.net.URI.create("http://127.0.0.1:" + port + "/v1/namespaces/" + ns + "/blocks"))
+                        .header("Content-Type", "application/octet-stream")
+                        .header(ALPHA[0], ALPHA[1])
+                        .PUT(java.net.http.HttpRequest.BodyPublishers.ofByteArray(body))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(put.statusCode()).as(put.body()).isEqualTo(200);
+        return hashes;
+    }
+
+    @Test
+    void everyEndpointRefusesARequestWithoutOrWithAnUnknownToken() throws Exception {
+        String hash = TestLayout.hashes(TestLayout.tokens(1, 1)).getFirst().hex();
+        var all = new java.util.ArrayList<>(endpoints("a-open", hash));
+        all.addAll(UNSCOPED);
+        for (String[] e : all) {
+            var none = call(e);
+            assertProblem(none, 401, e);
+            assertThat(none.headers().firstValue("WWW-Authenticate")).isPresent();
+            assertProblem(call(e, WRONG), 403, e);
+        }
+    }
+
+    @Test
+    void oneTenantCannotReachAnothersNamespaceThroughAnyEndpoint() throws Exception {
+        List<BlockHash> hashes = storeAlpha("a-private");
+        String hash = hashes.getFirst().hex();
+        // beta's token says write "*", but the namespace belongs to alpha
+        for (String[] e : endpoints("a-private", hash)) {
+            assertProblem(call(e, BETA), 403, e);
+        }
+        var lookup = new Http(port)
+                .json(
+                        "POST",
+                        "/v1/lookup",
+                        "{\"namespace\":\"a-private\",\"blockHashes\":" + Http.hexList(hashes) + ",\"lease\":true}",
+                        ALPHA);
+        assertThat(lookup.body()).contains("\"matchedBlocks\":2");
+        String lease = field(lookup.body(), "id");
+        var leaseGet = new String[] {"GET", "/v1/leases/" + lease, null, null};
+        var leaseDelete = new String[] {"DELETE", "/v1/leases/" + lease, null, null};
+        assertProblem(call(leaseGet, BETA), 403, leaseGet);
+        assertProblem(call(leaseDelete, BETA), 403, leaseDelete);
+        assertThat(call(leaseGet, ALPHA).statusCode()).isEqualTo(200);
+        assertThat(call(leaseDelete, ALPHA).statusCode()).isEqualTo(204);
+
+        assertThat(call(UNSCOPED.getFirst(), BETA).body()).doesNotContain("a-private");
+        assertThat(call(UNSCOPED.getFirst(), ALPHA).body()).contains("a-private", "\"tenant\":\"alpha\"");
+        // and the blocks are untouched
+        assertThat(new Http(port)
+                        .json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"a-private\",\"blockHashes\":" + Http.hexList(hashes) + "}",
+                                ALPHA)
+                        .body())
+                .contains("\"matchedBlocks\":2");
+    }
+
+    @Test
+    void aTokenReachesOnlyTheNamespacesItNames() throws Exception {
+        var http = new Http(port);
+        var outside = http.json("PUT", "/v1/namespaces/b-mine", TestLayout.declaration("m"), ALPHA);
+        assertThat(outside.statusCode()).isEqualTo(403);
+        assertThat(outside.body()).contains("may not write namespace 'b-mine'");
+    }
+
+    @Test
+    void aReadOnlyTokenReadsButCannotWrite() throws Exception {
+        List<BlockHash> hashes = storeAlpha("a-shared");
+        String hash = hashes.getFirst().hex();
+        var http = new Http(port);
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"a-shared\",\"blockHashes\":" + Http.hexList(hashes) + "}",
+                                ALPHA_READER)
+                        .body())
+                .contains("\"matchedBlocks\":2");
+        assertThat(call(endpoints("a-shared", hash).get(5), ALPHA_READER).statusCode())
+                .isEqualTo(200);
+        for (int i : new int[] {0, 2, 4, 6, 7, 8, 9, 10, 11}) {
+            String[] e = endpoints("a-shared", hash).get(i);
+            assertProblem(call(e, ALPHA_READER), 403, e);
+        }
+        // nor use the one-sided data plane, whose key opens all of DRAM
+        assertProblem(call(UNSCOPED.get(1), ALPHA_READER), 403, UNSCOPED.get(1));
+        assertThat(call(UNSCOPED.get(1), ALPHA).statusCode()).isEqualTo(200);
+    }
+
+    @Test
+    void tokensIssuedAtRunTimeWorkAtOnceArePersistedAsDigestsAndCanBeRevoked() throws Exception {
+        var http = new Http(port);
+        var issued = http.json("POST", "/admin/tokens", "{\"tenant\":\"gamma\",\"write\":[\"g-*\"]}", ADMIN);
+        assertThat(issued.statusCode()).as(issued.body()).isEqualTo(201);
+        String token = field(issued.body(), "token");
+        String id = field(issued.body(), "id");
+        String[] gamma = {"Authorization", "Bearer " + token};
+        assertThat(http.json("PUT", "/v1/namespaces/g-1", TestLayout.declaration("m"), gamma)
+                        .statusCode())
+                .isEqualTo(201);
+        String stored = Files.readString(DATA_DIR.resolve("tokens.json"));
+        assertThat(stored).contains(id, "gamma").doesNotContain(token);
+        assertThat(http.get("/admin/tokens", ADMIN).body()).contains(id).doesNotContain(token);
+        assertThat(http.get("/admin/tokens").statusCode()).isEqualTo(401);
+        assertThat(http.send("DELETE", "/admin/tokens/" + id, null, null, ADMIN).statusCode())
+                .isEqualTo(204);
+        assertThat(http.get("/v1/namespaces/g-1", gamma).statusCode()).isEqualTo(403);
+        assertThat(http.send("DELETE", "/admin/tokens/config-0", null, null, ADMIN)
+                        .statusCode())
+                .isEqualTo(409);
+    }
+
+    static String field(String json, String name) {
+        Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]+)\"").matcher(json);
+        assertThat(m.find()).as(name + " in " + json).isTrue();
+        return m.group(1);
+    }
+}
