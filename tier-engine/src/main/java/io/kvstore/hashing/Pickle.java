@@ -104,20 +104,10 @@ final class Pickle {
         framing = false;
     }
 
-    /** Bytes in the open frame; 0 when none is open. */
-    int frameLength() {
-        return framing && frameStart >= 0 ? pos - frameStart : 0;
-    }
-
     /** Ends a tuple of {@code n} (1 to 3) elements saved one by one after its start. */
     void closeTuple(int n) {
         put(TUPLE1 + n - 1);
         memoize(null, false);
-    }
-
-    /** Memo indices used so far: the next memoized object gets this one. */
-    int memoSize() {
-        return memoSize;
     }
 
     void save(Object value) {
@@ -259,14 +249,6 @@ final class Pickle {
         }
         put(count > 3 ? TUPLE : TUPLE1 + count - 1);
         memoize(null, false);
-    }
-
-    /** Copies an unframed fragment written by another instance (whose memo started at this one's size). */
-    void putFragment(byte[] fragment, int length, int memoEntries) {
-        open(length);
-        System.arraycopy(fragment, 0, buf, pos, length);
-        pos += length;
-        memoSize += memoEntries;
     }
 
     /** The bytes written since {@link #reset}: a fragment when unframed, a pickle after {@link #finish}. */

@@ -108,17 +108,19 @@ public final class VllmHasher implements BlockHasher {
         return Collections.unmodifiableList(Arrays.asList(hashes));
     }
 
-    /** One block's {@code extra_keys}, encoded once; for pickle, how many memo entries it makes. */
-    private record Fragment(byte[] bytes, int memoEntries, Object keys) {}
+    /**
+     * One block's {@code extra_keys}, encoded once; a pickle fragment is written as it follows the parent
+     * (memo 0) and the token tuple (memo 1), and the keys are kept for a pickle that needs several frames.
+     */
+    private record Fragment(byte[] bytes, Object keys) {}
 
     private Fragment fragment(List<Object> keys) {
         if (!pickle) {
-            return new Fragment(CanonicalCbor.encode(keys), 0, keys);
+            return new Fragment(CanonicalCbor.encode(keys), keys);
         }
-        // a fragment follows the parent (memo 0) and the token tuple (memo 1)
         Pickle p = new Pickle().reset(false, 2);
         p.save(keys);
-        return new Fragment(p.toBytes(), p.memoSize() - 2, keys);
+        return new Fragment(p.toBytes(), keys);
     }
 
     /** One thread's digests and encoding buffers. */
@@ -162,19 +164,70 @@ public final class VllmHasher implements BlockHasher {
 
         /** The digest of {@code pickle.dumps((parent, tuple(tokens), extra_keys), protocol=5)}. */
         byte[] pickled(boolean sha256, byte[] parent, int[] tokens, int from, int count, Fragment extra) {
-            Pickle p = pickler.reset(false, 0);
-            p.header();
-            p.save(parent);
-            p.saveTokenTuple(tokens, from, count);
-            if (p.frameLength() + extra.bytes.length < Pickle.FRAME_SIZE_TARGET) {
-                p.putFragment(extra.bytes, extra.bytes.length, extra.memoEntries);
-            } else {
-                // a frame may end inside the keys: write them object by object
+            // PROTO, FRAME header, bytes + MEMOIZE, MARK, tokens (at most 5 bytes each), TUPLE + MEMOIZE, keys,
+            // TUPLE3 + MEMOIZE + STOP
+            long frame = 2L + parent.length + 1 + 1 + 5L * count + 2 + extra.bytes.length + 3;
+            if (frame >= Pickle.FRAME_SIZE_TARGET) {
+                // a frame ends inside this pickle: write it object by object, as the C pickler does
+                Pickle p = pickler.reset(false, 0);
+                p.header();
+                p.save(parent);
+                p.saveTokenTuple(tokens, from, count);
                 p.save(extra.keys);
+                p.closeTuple(3);
+                p.finish();
+                return digest(sha256, p.buf, p.pos);
             }
-            p.closeTuple(3);
-            p.finish();
-            return digest(sha256, p.buf, p.pos);
+            // one frame: the same bytes written straight, the frame length patched in at the end
+            int need = (int) frame + 11;
+            if (buf.length < need) {
+                buf = new byte[Math.max(need, 2 * buf.length)];
+            }
+            byte[] b = buf;
+            b[0] = (byte) Pickle.PROTO;
+            b[1] = 5;
+            b[2] = (byte) Pickle.FRAME;
+            int pos = 11;
+            b[pos++] = (byte) Pickle.SHORT_BINBYTES;
+            b[pos++] = (byte) parent.length;
+            System.arraycopy(parent, 0, b, pos, parent.length);
+            pos += parent.length;
+            b[pos++] = (byte) Pickle.MEMOIZE;
+            if (count > 3) {
+                b[pos++] = (byte) Pickle.MARK;
+            }
+            for (int i = from, end = from + count; i < end; i++) {
+                int t = tokens[i];
+                if (t <= 0xFF) {
+                    b[pos] = (byte) Pickle.BININT1;
+                    b[pos + 1] = (byte) t;
+                    pos += 2;
+                } else if (t <= 0xFFFF) {
+                    b[pos] = (byte) Pickle.BININT2;
+                    b[pos + 1] = (byte) t;
+                    b[pos + 2] = (byte) (t >>> 8);
+                    pos += 3;
+                } else {
+                    b[pos] = (byte) Pickle.BININT;
+                    b[pos + 1] = (byte) t;
+                    b[pos + 2] = (byte) (t >>> 8);
+                    b[pos + 3] = (byte) (t >>> 16);
+                    b[pos + 4] = (byte) (t >>> 24);
+                    pos += 5;
+                }
+            }
+            b[pos++] = (byte) (count > 3 ? Pickle.TUPLE : Pickle.TUPLE1 + count - 1);
+            b[pos++] = (byte) Pickle.MEMOIZE;
+            System.arraycopy(extra.bytes, 0, b, pos, extra.bytes.length);
+            pos += extra.bytes.length;
+            b[pos++] = (byte) (Pickle.TUPLE1 + 2);
+            b[pos++] = (byte) Pickle.MEMOIZE;
+            b[pos++] = (byte) Pickle.STOP;
+            long length = pos - 11;
+            for (int i = 0; i < 8; i++) {
+                b[3 + i] = (byte) (length >>> (8 * i));
+            }
+            return digest(sha256, b, pos);
         }
 
         /** The digest of {@code cbor2.dumps((parent, tuple(tokens), extra_keys), canonical=True)}. */

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import net.openhft.hashing.LongHashFunction;
+import net.openhft.hashing.LongTupleHashFunction;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -26,9 +27,11 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.Warmup;
 
 /**
- * Tokens per second of both block-hash schemes on 32k-token prompts (block size 16), beside raw
- * SHA-256 and raw XXH3 over the same prompts' token bytes (u32 little-endian, one pass): the ratio
- * is what per-block finalisation, CBOR encoding and chaining cost on top of the bare hash.
+ * Tokens per second of every block-hash scheme on 32k-token prompts (block size 16), beside raw
+ * SHA-256, raw XXH3-64 and raw XXH3-128 over the same prompts' token bytes (u32 little-endian, one
+ * pass): the ratio is what per-block finalisation, pickle or CBOR encoding and chaining cost on top of
+ * the bare hash. {@code docs/hashing/bench_cpython.py} measures CPython doing vLLM's own algorithm on
+ * the same kind of prompt; {@code bench/hashing.sh} runs both.
  *
  * <p>Each invocation hashes the next of 256 distinct prompts (32 MiB of token ids, plus as much
  * again as bytes for the references), so the working set is far larger than the CPU caches.
@@ -52,8 +55,12 @@ public class BlockHashingBenchmark {
 
     private int[][] tokens;
     private byte[][] tokenBytes;
-    private BlockHasher sha256Cbor;
-    private BlockHasher xxh3;
+    private BlockHasher vllmSha256;
+    private BlockHasher vllmSha256Cbor;
+    private BlockHasher vllmXxhash;
+    private BlockHasher vllmXxhashCbor;
+    private BlockHasher dynamoKvbmV1;
+    private BlockHasher dynamoRouter;
     private MessageDigest sha256;
     private ExtraKeys extra;
     private int next;
@@ -69,8 +76,12 @@ public class BlockHashingBenchmark {
             bytes.asIntBuffer().put(tokens[p]);
             tokenBytes[p] = bytes.array();
         }
-        sha256Cbor = BlockHasher.create(HashScheme.SHA256_CBOR, "0");
-        xxh3 = BlockHasher.create(HashScheme.KVBM_V1, null);
+        vllmSha256 = BlockHasher.create(HashScheme.SHA256, "0");
+        vllmSha256Cbor = BlockHasher.create(HashScheme.SHA256_CBOR, "0");
+        vllmXxhash = BlockHasher.create(HashScheme.XXHASH, "0");
+        vllmXxhashCbor = BlockHasher.create(HashScheme.XXHASH_CBOR, "0");
+        dynamoKvbmV1 = BlockHasher.create(HashScheme.KVBM_V1, null);
+        dynamoRouter = BlockHasher.create(HashScheme.DYNAMO_ROUTER, null);
         sha256 = MessageDigest.getInstance("SHA-256");
         extra = extraKeys ? ExtraKeys.of("sql-lora", "tenant-a") : ExtraKeys.NONE;
     }
@@ -81,8 +92,33 @@ public class BlockHashingBenchmark {
     }
 
     @Benchmark
-    public List<BlockHash> sha256Cbor() {
-        return sha256Cbor.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    public List<BlockHash> vllmSha256() {
+        return vllmSha256.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    }
+
+    @Benchmark
+    public List<BlockHash> vllmSha256Cbor() {
+        return vllmSha256Cbor.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    }
+
+    @Benchmark
+    public List<BlockHash> vllmXxhash() {
+        return vllmXxhash.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    }
+
+    @Benchmark
+    public List<BlockHash> vllmXxhashCbor() {
+        return vllmXxhashCbor.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    }
+
+    @Benchmark
+    public List<BlockHash> dynamoKvbmV1() {
+        return dynamoKvbmV1.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    }
+
+    @Benchmark
+    public List<BlockHash> dynamoRouter() {
+        return dynamoRouter.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
     }
 
     @Benchmark
@@ -91,12 +127,12 @@ public class BlockHashingBenchmark {
     }
 
     @Benchmark
-    public List<BlockHash> xxh3() {
-        return xxh3.hashPrompt(tokens[nextPrompt()], BLOCK_SIZE, extra);
+    public long rawXxh3() {
+        return LongHashFunction.xx3().hashBytes(tokenBytes[nextPrompt()]);
     }
 
     @Benchmark
-    public long rawXxh3() {
-        return LongHashFunction.xx3().hashBytes(tokenBytes[nextPrompt()]);
+    public long[] rawXxh3x128() {
+        return LongTupleHashFunction.xx128().hashBytes(tokenBytes[nextPrompt()]);
     }
 }
