@@ -75,12 +75,12 @@ final class ActiveMessagePoster implements Poster {
             AmHeader.Reply reply = AmHeader.reply(header, headerLength);
             UcxOp chunk = reply == null ? null : ops.get(reply.opId());
             if (chunk == null || chunk.kind != UcxOpKind.AWAIT_REPLY) {
-                release(params, data);
+                worker.dropUnreceived(params, data);
                 return UcpStatus.OK; // the request already failed or timed out, or not a kvstore message
             }
             UcxRequest request = chunk.request;
             if (reply.status() != UcpStatus.OK) {
-                release(params, data);
+                worker.dropUnreceived(params, data);
                 ops.remove(chunk.id);
                 request.fail(new TransferException("UCX " + request.op + " with " + request.peer.name()
                         + " refused by the peer: " + UcpStatus.describe(reply.status())
@@ -90,7 +90,7 @@ final class ActiveMessagePoster implements Poster {
             if (request.op == TransferOp.WRITE) {
                 ops.finish(chunk, UcpStatus.OK, null);
             } else if (length != chunk.target.byteSize()) {
-                release(params, data);
+                worker.dropUnreceived(params, data);
                 ops.remove(chunk.id);
                 request.fail(new TransferException("UCX READ from " + request.peer.name() + " answered " + length
                         + " bytes, expected " + chunk.target.byteSize()));
@@ -106,11 +106,5 @@ final class ActiveMessagePoster implements Poster {
             LOG.error("UCX reply handler failed", t);
         }
         return UcpStatus.OK;
-    }
-
-    private void release(AmHeader.Params params, MemorySegment data) {
-        if (params.rendezvous()) {
-            worker.worker().amDataRelease(data);
-        }
     }
 }

@@ -44,13 +44,13 @@ final class ActiveMessageServer {
             AmHeader.Params params = AmHeader.params(param);
             AmHeader.Request request = AmHeader.request(header, headerLength);
             if (request == null) {
-                release(params, data);
+                worker.dropUnreceived(params, data);
                 LOG.warn("dropped a WRITE with a {}-byte header: not a kvstore message", headerLength);
                 return UcpStatus.OK;
             }
             MemorySegment target = regions.resolve(request.address(), length);
             if (target == null || request.length() != length) {
-                release(params, data);
+                worker.dropUnreceived(params, data);
                 LOG.warn(
                         "refused a WRITE of {} bytes to 0x{}: not inside memory registered here",
                         length,
@@ -100,13 +100,6 @@ final class ActiveMessageServer {
             LOG.error("UCX READ handler failed", t);
         }
         return UcpStatus.OK;
-    }
-
-    /** Drops a rendezvous message's data the handler will not receive (eager data needs nothing). */
-    private void release(AmHeader.Params params, MemorySegment data) {
-        if (params.rendezvous()) {
-            worker.worker().amDataRelease(data);
-        }
     }
 
     /** Answers operation {@code opId} of the peer on the message's reply endpoint. */

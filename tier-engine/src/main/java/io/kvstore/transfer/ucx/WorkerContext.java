@@ -84,6 +84,13 @@ final class WorkerContext implements AutoCloseable {
         return errorCallback;
     }
 
+    /** Drops a received message's data the handler will not fetch: a rendezvous descriptor must be released. */
+    void dropUnreceived(AmHeader.Params params, MemorySegment data) {
+        if (params.rendezvous()) {
+            worker.amDataRelease(data);
+        }
+    }
+
     void signal() {
         worker.signal();
     }
