@@ -44,6 +44,18 @@ public record EngineEventsTee(EngineEvents first, EngineEvents second) implement
     }
 
     @Override
+    public void demotionFailing(TierId from, TierId to, String reason) {
+        first.demotionFailing(from, to, reason);
+        second.demotionFailing(from, to, reason);
+    }
+
+    @Override
+    public void demotionRecovered(TierId from) {
+        first.demotionRecovered(from);
+        second.demotionRecovered(from);
+    }
+
+    @Override
     public void copyAdded(TierId tier, BlockRecord block) {
         first.copyAdded(tier, block);
         second.copyAdded(tier, block);

@@ -12,9 +12,10 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,7 +39,13 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     private record Change(TierId tier, BlockKey key, BlockHash parent, boolean stored) {}
 
     private final EventsProperties config;
-    private final ArrayBlockingQueue<Change> queue;
+    /**
+     * Lock-free, bounded by {@link #queued}: a lock here could park a storing thread behind a descheduled
+     * publisher thread that held it.
+     */
+    private final ConcurrentLinkedQueue<Change> queue = new ConcurrentLinkedQueue<>();
+
+    private final AtomicInteger queued = new AtomicInteger();
     private final AtomicBoolean overflowed = new AtomicBoolean();
     private final AtomicLong lastSeq = new AtomicLong(-1);
     /** Changes taken off the queue and published (for tests: published + dropped = offered). */
@@ -63,7 +70,6 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
             java.util.function.Function<String, NamespaceTopics.Declared> declarations,
             MeterRegistry registry) {
         this.config = config;
-        this.queue = new ArrayBlockingQueue<>(config.queueSize());
         medium.put(TierId.HBM, config.medium().hbm());
         medium.put(TierId.DRAM, config.medium().dram());
         medium.put(TierId.NVME, config.medium().nvme());
@@ -85,7 +91,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         this.replays = Counter.builder("kvstore.events.replay.requests")
                 .description("Replay requests answered")
                 .register(registry);
-        Gauge.builder("kvstore.events.queued", queue, ArrayBlockingQueue::size)
+        Gauge.builder("kvstore.events.queued", queued, AtomicInteger::get)
                 .description("Block changes waiting to be published")
                 .register(registry);
         this.sockets = new EventSockets(config.endpoint(), config.replayEndpoint(), config.hwm());
@@ -111,9 +117,12 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     }
 
     private void offer(Change change) {
-        if (!queue.offer(change)) {
+        if (queued.get() >= config.queueSize()) { // may overshoot by the threads offering at once
             dropped.increment();
             overflowed.set(true);
+        } else {
+            queue.offer(change);
+            queued.incrementAndGet();
         }
     }
 
@@ -125,7 +134,11 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                 replays.increment(sockets.awaitReplay(intervalMillis, ring));
                 boolean dropsBefore = overflowed.getAndSet(false);
                 drained.clear();
-                queue.drainTo(drained);
+                Change c;
+                while (drained.size() < config.queueSize() && (c = queue.poll()) != null) {
+                    drained.add(c);
+                    queued.decrementAndGet();
+                }
                 publish(drained);
                 if (dropsBefore) {
                     clearAll();

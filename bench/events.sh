@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Stores/s of 4 KiB blocks into a DRAM tier with KV events off and on (publisher on loopback, a subscriber
+# reading every batch), alternating rounds in one run (issue 15: aim at most 5 % slower).
+# Usage: bench/events.sh [blocks-per-round] [rounds] [threads]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
+# one invocation, so the reactor's tier-engine and native-ffm resolve to their target/classes
+./mvnw -q -B -ntp -pl kv-store-service -am -Djacoco.skip=true test-compile dependency:build-classpath \
+  -Dmdep.outputFile="$PWD/kv-store-service/target/bench-cp.txt" -Dmdep.includeScope=test
+CP=kv-store-service/target/test-classes:kv-store-service/target/classes:$(cat kv-store-service/target/bench-cp.txt)
+echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
+"$JAVA" --enable-native-access=ALL-UNNAMED -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-32768}" "${2:-5}" "${3:-1}" \
+  2>&1 | grep -v -E 'INFO|WARNING|^SLF4J'
