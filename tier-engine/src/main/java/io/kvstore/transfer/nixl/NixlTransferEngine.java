@@ -100,6 +100,7 @@ public final class NixlTransferEngine implements TransferEngine {
                 backends.put(name, agent.createBackend(name, Map.of()));
             }
         } catch (RuntimeException e) {
+            letWireUpSettle();
             backends.values().forEach(NixlBackend::close);
             agent.close();
             throw e;
@@ -168,9 +169,13 @@ public final class NixlTransferEngine implements TransferEngine {
         };
     }
 
+    private static final long WIRE_UP_SETTLE_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
+    private volatile long lastConnectNanos;
+
     @Override
     public Peer connect(String name, byte[] peerAddress) {
         String remoteAgent = agent.loadRemoteMetadata(peerAddress);
+        lastConnectNanos = System.nanoTime();
         LOG.info("NIXL agent {} connected to peer {} (agent {})", agent.name(), name, remoteAgent);
         return new NixlPeer(name, remoteAgent, this);
     }
@@ -315,6 +320,19 @@ public final class NixlTransferEngine implements TransferEngine {
         }
     }
 
+    /**
+     * UCX 1.13 aborts the process (assertion in ucp_request.c, from ucp_worker_destroy) when a worker is
+     * destroyed while a connection's wire-up messages are still pending over TCP: seen in CI when an
+     * agent was closed right after connecting, before any transfer. A connection made in the last
+     * {@link #WIRE_UP_SETTLE_NANOS} gets the rest of that time before the agent is destroyed.
+     */
+    private void letWireUpSettle() {
+        long since = System.nanoTime() - lastConnectNanos;
+        if (lastConnectNanos != 0 && since < WIRE_UP_SETTLE_NANOS) {
+            java.util.concurrent.locks.LockSupport.parkNanos(WIRE_UP_SETTLE_NANOS - since);
+        }
+    }
+
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
@@ -323,6 +341,7 @@ public final class NixlTransferEngine implements TransferEngine {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
+            letWireUpSettle();
             backends.values().forEach(NixlBackend::close);
             agent.close();
             LOG.info("NIXL agent {} closed", agent.name());
