@@ -33,14 +33,14 @@ public final class EvictionHitRates {
     private static final int SCAN_BLOCKS = 4_000;
 
     /** The operations a policy under test needs; adapts both the engine's policies and the old one. */
-    private interface Subject {
-        void insert(BlockKey key, BlockKey parent);
+    interface Subject {
+        void onInsert(BlockKey key, BlockKey parent);
 
-        void access(BlockKey key);
+        void onAccess(BlockKey key);
 
-        void remove(BlockKey key);
+        void onRemove(BlockKey key);
 
-        BlockKey victim(Predicate<BlockKey> evictable);
+        BlockKey nextVictim(Predicate<BlockKey> evictable);
     }
 
     private EvictionHitRates() {}
@@ -69,7 +69,7 @@ public final class EvictionHitRates {
                     List.of(EvictionPolicyKind.LRU, EvictionPolicyKind.LFU, EvictionPolicyKind.PREFIX_AWARE)) {
                 row.append(String.format(Locale.ROOT, " %.3f |", hitRate(trace, capacity, engine(kind, capacity))));
             }
-            row.append(String.format(Locale.ROOT, " %.3f |", hitRate(trace, capacity, homeMade())));
+            row.append(String.format(Locale.ROOT, " %.3f |", hitRate(trace, capacity, new HomeMadeWTinyLfu())));
             row.append(String.format(
                     Locale.ROOT, " %.3f |", hitRate(trace, capacity, engine(EvictionPolicyKind.W_TINYLFU, capacity))));
             row.append(String.format(Locale.ROOT, " %.3f |", caffeineAlone(trace, capacity)));
@@ -87,14 +87,14 @@ public final class EvictionHitRates {
                 total++;
                 if (resident.contains(key)) {
                     hits++;
-                    policy.access(key);
+                    policy.onAccess(key);
                 } else {
                     if (resident.size() >= capacity) {
-                        BlockKey victim = policy.victim(k -> true);
-                        policy.remove(victim);
+                        BlockKey victim = policy.nextVictim(k -> true);
+                        policy.onRemove(victim);
                         resident.remove(victim);
                     }
-                    policy.insert(key, parent);
+                    policy.onInsert(key, parent);
                     resident.add(key);
                 }
                 parent = key;
@@ -180,51 +180,27 @@ public final class EvictionHitRates {
         return new BlockKey("trace", BlockHash.ofLong(id));
     }
 
+    /** An engine policy seen as a {@link Subject}: the same four calls, the sealed interface kept closed. */
     private static Subject engine(EvictionPolicyKind kind, int capacity) {
         EvictionPolicy p = kind.create(capacity, key -> 1);
         return new Subject() {
             @Override
-            public void insert(BlockKey key, BlockKey parent) {
+            public void onInsert(BlockKey key, BlockKey parent) {
                 p.onInsert(key, parent);
             }
 
             @Override
-            public void access(BlockKey key) {
+            public void onAccess(BlockKey key) {
                 p.onAccess(key);
             }
 
             @Override
-            public void remove(BlockKey key) {
+            public void onRemove(BlockKey key) {
                 p.onRemove(key);
             }
 
             @Override
-            public BlockKey victim(Predicate<BlockKey> evictable) {
-                return p.nextVictim(evictable);
-            }
-        };
-    }
-
-    private static Subject homeMade() {
-        HomeMadeWTinyLfu p = new HomeMadeWTinyLfu();
-        return new Subject() {
-            @Override
-            public void insert(BlockKey key, BlockKey parent) {
-                p.onInsert(key, parent);
-            }
-
-            @Override
-            public void access(BlockKey key) {
-                p.onAccess(key);
-            }
-
-            @Override
-            public void remove(BlockKey key) {
-                p.onRemove(key);
-            }
-
-            @Override
-            public BlockKey victim(Predicate<BlockKey> evictable) {
+            public BlockKey nextVictim(Predicate<BlockKey> evictable) {
                 return p.nextVictim(evictable);
             }
         };

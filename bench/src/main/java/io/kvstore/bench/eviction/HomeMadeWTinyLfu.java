@@ -15,7 +15,7 @@ import java.util.function.Predicate;
  * frequency in a {@link FrequencySketch}: the less frequent one leaves, so a burst of one-time blocks
  * cannot flush a frequently reused prefix.
  */
-public final class HomeMadeWTinyLfu {
+public final class HomeMadeWTinyLfu implements EvictionHitRates.Subject {
 
     private enum Segment {
         WINDOW,
@@ -37,6 +37,7 @@ public final class HomeMadeWTinyLfu {
         return Math.max(1, (where.size() - windowMax()) * 8 / 10);
     }
 
+    @Override
     public void onInsert(BlockKey key, BlockKey parent) {
         if (where.containsKey(key)) {
             onAccess(key);
@@ -54,6 +55,7 @@ public final class HomeMadeWTinyLfu {
         }
     }
 
+    @Override
     public void onAccess(BlockKey key) {
         Segment segment = where.get(key);
         if (segment == null) {
@@ -77,6 +79,7 @@ public final class HomeMadeWTinyLfu {
         }
     }
 
+    @Override
     public void onRemove(BlockKey key) {
         Segment segment = where.remove(key);
         if (segment == null) {
@@ -89,6 +92,7 @@ public final class HomeMadeWTinyLfu {
         }
     }
 
+    @Override
     public BlockKey nextVictim(Predicate<BlockKey> evictable) {
         BlockKey candidate = first(window, evictable);
         BlockKey victim = first(probation, evictable);
