@@ -20,6 +20,8 @@ final class EventSockets implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(EventSockets.class);
     private static final byte[] EMPTY = new byte[0];
     private static final byte[] END_SEQ = seqBytes(-1);
+    /** How long an outgoing connection may take to finish its handshake before JeroMQ redials. */
+    static final int CONNECT_HANDSHAKE_MILLIS = 1000;
 
     private final ZContext context = new ZContext(1);
     private final ZMQ.Socket pub;
@@ -36,6 +38,9 @@ final class EventSockets implements AutoCloseable {
             if (bindsTo(endpoint)) {
                 pub.bind(endpoint);
             } else {
+                // JeroMQ 0.6.0 sometimes leaves a fresh outgoing connection without its ZMTP handshake (jeromq
+                // PR #1022: 1-6% of connects): the handshake timer, 30 s by default, is what redials it
+                pub.setHandshakeIvl(CONNECT_HANDSHAKE_MILLIS);
                 pub.connect(endpoint);
             }
             this.pubEndpoint = pub.getLastEndpoint() != null ? pub.getLastEndpoint() : endpoint;

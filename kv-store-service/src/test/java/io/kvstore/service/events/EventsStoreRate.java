@@ -47,6 +47,7 @@ public final class EventsStoreRate {
             // a router elsewhere would decode; here a subscriber only counts the messages it receives
             ZMQ.Socket sub = context.createSocket(SocketType.SUB);
             sub.subscribe(new byte[0]);
+            sub.setHandshakeIvl(EventSockets.CONNECT_HANDSHAKE_MILLIS);
             sub.connect(publisher.endpoint());
             AtomicLong received = new AtomicLong();
             Thread.ofPlatform().daemon().start(() -> {

@@ -90,7 +90,9 @@ class KvEventPublisherTest {
     @Test
     void aLateJoinerCatchesUpThroughReplayThenFollowsLive() throws Exception {
         try (EventedEngine e = new EventedEngine(
-                EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100_000), BLOCK, 64, 64)) {
+                // HBM room for 1024 blocks: on a slow machine awaitConnected stores dozens of probes, and with
+                // 64 blocks they pushed the first 30 of namespace a down to DRAM (CI saw 10 of 40 in GPU)
+                EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100_000), BLOCK, 1024, 64)) {
             List<BlockKey> keys = new ArrayList<>();
             for (int i = 0; i < 30; i++) {
                 keys.add(e.store("a", i));
@@ -145,6 +147,7 @@ class KvEventPublisherTest {
                 TestSubscriber reader = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
             ZMQ.Socket stuck = context.createSocket(SocketType.SUB);
             stuck.setRcvHWM(1);
+            stuck.setHandshakeIvl(EventSockets.CONNECT_HANDSHAKE_MILLIS);
             stuck.connect(e.publisher.endpoint());
             stuck.subscribe(new byte[0]); // and never reads
             reader.awaitConnected(e, WAIT);

@@ -28,6 +28,7 @@ public final class TestSubscriber implements AutoCloseable {
     public TestSubscriber(String endpoint, String replayEndpoint) {
         this.replayEndpoint = replayEndpoint;
         ZMQ.Socket sub = context.createSocket(SocketType.SUB);
+        sub.setHandshakeIvl(EventSockets.CONNECT_HANDSHAKE_MILLIS); // redial a stalled JeroMQ connect in 1 s
         sub.connect(endpoint);
         sub.subscribe(new byte[0]);
         sub.setReceiveTimeOut(100);
@@ -105,6 +106,7 @@ public final class TestSubscriber implements AutoCloseable {
         try (ZMQ.Socket dealer = context.createSocket(SocketType.DEALER)) {
             dealer.setReceiveTimeOut(15_000);
             dealer.setLinger(0);
+            dealer.setHandshakeIvl(EventSockets.CONNECT_HANDSHAKE_MILLIS); // the request waits in the pipe
             dealer.connect(replayEndpoint);
             dealer.send(new byte[0], ZMQ.SNDMORE);
             dealer.send(ByteBuffer.allocate(8).putLong(startSeq).array(), 0);
