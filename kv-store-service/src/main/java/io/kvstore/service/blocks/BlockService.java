@@ -83,22 +83,26 @@ public class BlockService {
         }
         List<BlockHash> hashes = new ArrayList<>(hex.size());
         for (int i = 0; i < hex.size(); i++) {
-            String name = field + "[" + i + "]";
-            BlockHash hash;
-            try {
-                hash = BlockHash.ofHex(hex.get(i));
-            } catch (IllegalArgumentException e) {
-                throw new InvalidRequestException(name, name + ": " + e.getMessage());
-            }
-            if (hash.length() != spec.hashBytes()) {
-                throw new InvalidRequestException(
-                        name,
-                        name + " has " + hash.length() + " bytes; "
-                                + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
-            }
-            hashes.add(hash);
+            hashes.add(parseHash(spec, hex.get(i), field + "[" + i + "]"));
         }
         return hashes;
+    }
+
+    /** One hash a request names, checked against the namespace's hash length; {@code field} names it in errors. */
+    public BlockHash parseHash(NamespaceSpec spec, String hex, String field) {
+        BlockHash hash;
+        try {
+            hash = BlockHash.ofHex(hex);
+        } catch (IllegalArgumentException e) {
+            throw new InvalidRequestException(field, field + ": " + e.getMessage());
+        }
+        if (hash.length() != spec.hashBytes()) {
+            throw new InvalidRequestException(
+                    field,
+                    field + " has " + hash.length() + " bytes; "
+                            + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
+        }
+        return hash;
     }
 
     /** The chained hashes of the full blocks of {@code tokenIds}, by the namespace's scheme. */

@@ -18,6 +18,7 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.bind.MethodArgumentNotValidException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.context.request.WebRequest;
@@ -138,6 +139,22 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
                 "Internal error",
                 "the request failed unexpectedly (" + e.getClass().getSimpleName()
                         + "); the service log has the details"));
+    }
+
+    /**
+     * A request record's constraint failed ({@code @Valid}): one problem naming the first field at fault, as
+     * a JSON path like {@code blocks[2].hash}, and what it must be.
+     */
+    @Override
+    protected @Nullable ResponseEntity<Object> handleMethodArgumentNotValid(
+            MethodArgumentNotValidException ex, HttpHeaders headers, HttpStatusCode status, WebRequest request) {
+        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "Invalid request", "the request body is not valid");
+        org.springframework.validation.FieldError error = ex.getBindingResult().getFieldError();
+        if (error != null) {
+            problem.setDetail(error.getField() + " " + error.getDefaultMessage());
+            problem.setProperty("field", error.getField());
+        }
+        return respond(problem);
     }
 
     /** Malformed JSON and wrong types: say where, as a JSON path like {@code layout.layers}. */
