@@ -8,14 +8,13 @@ import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
-import io.kvstore.tier.memory.SlabAllocator;
+import io.kvstore.tier.memory.SlotTable;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The HBM tier on a GPU: slots in device memory carved by a {@link SlabAllocator}, filled and read only
+ * The HBM tier on a GPU: slots in device memory kept by a {@link SlotTable}, filled and read only
  * through a {@link DeviceCopier} (CUDA copies on its own streams), never touched by the CPU.
  *
  * <p>Checksums are computed where the bytes pass through host memory: a block arriving (promotion from
@@ -30,28 +29,23 @@ public final class DeviceTier implements BlockTier {
 
     private final TierId id;
     private final DeviceCopier copier;
-    private final SlabAllocator slabs;
-    private final ConcurrentHashMap<BlockKey, Resident> blocks = new ConcurrentHashMap<>();
-
-    private record Resident(BlockRecord record, long offset, long slotSize) {}
+    private final SlotTable slots;
 
     /** A tier over the whole of {@code copier}'s region, in slabs of {@code slabSize} bytes. */
     public DeviceTier(TierId id, DeviceCopier copier, long slabSize) {
         if (id != TierId.HBM) {
             throw new IllegalArgumentException("a device tier is the HBM tier, not " + id);
         }
-        long capacity = copier.capacityBytes();
-        long effectiveSlab = Math.min(slabSize, capacity / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
         this.id = id;
         this.copier = copier;
-        this.slabs = new SlabAllocator(capacity / effectiveSlab * effectiveSlab, effectiveSlab);
+        this.slots = new SlotTable(id, copier.capacityBytes(), slabSize);
         log.info(
                 "tier {}: {} MiB of {} memory{}, slabs of {} KiB",
                 id,
-                slabs.capacityBytes() >> 20,
+                slots.capacityBytes() >> 20,
                 copier.name(),
                 copier.emulated() ? " (emulated, not a GPU)" : "",
-                effectiveSlab >> 10);
+                slots.slabSize() >> 10);
     }
 
     @Override
@@ -75,17 +69,17 @@ public final class DeviceTier implements BlockTier {
 
     @Override
     public long capacityBytes() {
-        return slabs.capacityBytes();
+        return slots.capacityBytes();
     }
 
     @Override
     public long usedBytes() {
-        return slabs.usedBytes();
+        return slots.usedBytes();
     }
 
     @Override
     public int blockCount() {
-        return blocks.size();
+        return slots.blockCount();
     }
 
     /**
@@ -99,37 +93,20 @@ public final class DeviceTier implements BlockTier {
             throw new IllegalArgumentException("block " + record.key() + " is " + src.byteSize()
                     + " bytes but its record says " + record.length());
         }
-        if (blocks.containsKey(record.key())) {
+        if (slots.contains(record.key())) {
             return;
         }
         if (Checksums.crc32c(src) != record.crc32c()) {
             throw new ChecksumMismatchException(
                     "block " + record.key() + " fails its CRC32C in host memory on its way to tier " + id);
         }
-        long slotSize = SlabAllocator.slotSizeFor(record.length());
-        long offset = slabs.allocate(slotSize);
-        if (offset < 0) {
-            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes ("
-                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
-        }
-        try {
-            copier.toDevice(src, offset);
-        } catch (RuntimeException e) {
-            slabs.free(offset, slotSize);
-            throw e;
-        }
-        if (blocks.putIfAbsent(record.key(), new Resident(record, offset, slotSize)) != null) {
-            slabs.free(offset, slotSize);
-        }
+        slots.place(record, offset -> copier.toDevice(src, offset));
     }
 
     /** Copies the block to {@code dst} (host memory) and checks its CRC32C there. */
     @Override
     public BlockRecord read(BlockKey key, MemorySegment dst) throws BlockNotFoundException, ChecksumMismatchException {
-        Resident r = blocks.get(key);
-        if (r == null) {
-            throw new BlockNotFoundException("tier " + id + " does not hold block " + key);
-        }
+        SlotTable.Slot r = slots.require(key);
         if (dst.byteSize() < r.record().length()) {
             throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block " + key
                     + " of " + r.record().length());
@@ -144,22 +121,17 @@ public final class DeviceTier implements BlockTier {
 
     @Override
     public boolean delete(BlockKey key) {
-        Resident r = blocks.remove(key);
-        if (r == null) {
-            return false;
-        }
-        slabs.free(r.offset(), r.slotSize());
-        return true;
+        return slots.remove(key);
     }
 
     @Override
     public boolean contains(BlockKey key) {
-        return blocks.containsKey(key);
+        return slots.contains(key);
     }
 
     @Override
     public void close() {
-        blocks.clear();
+        slots.clear();
         copier.close();
     }
 }

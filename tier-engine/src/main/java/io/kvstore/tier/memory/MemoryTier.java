@@ -9,13 +9,12 @@ import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * A memory tier (HBM or DRAM): one region from a {@link MemoryProvider}, carved into slots by a
- * {@link SlabAllocator}. A read copies the slot and then verifies the CRC32C of what it copied, so a
+ * {@link SlotTable}. A read copies the slot and then verifies the CRC32C of what it copied, so a
  * caller never receives bytes that differ from what was written.
  */
 public final class MemoryTier implements BlockTier {
@@ -25,10 +24,7 @@ public final class MemoryTier implements BlockTier {
     private final TierId id;
     private final MemoryProvider provider;
     private final MemoryRegion region;
-    private final SlabAllocator slabs;
-    private final ConcurrentHashMap<BlockKey, Resident> blocks = new ConcurrentHashMap<>();
-
-    private record Resident(BlockRecord record, long offset, long slotSize) {}
+    private final SlotTable slots;
 
     /**
      * Allocates the whole tier up front: a tier's capacity is memory it owns, so start-up fails
@@ -48,20 +44,17 @@ public final class MemoryTier implements BlockTier {
                     + "only CUDA can copy; a memory tier copies with the CPU, so use cuda-pinned, host or "
                     + "emulated-device for this tier");
         }
-        long effectiveSlab =
-                Math.min(slabSize, capacityBytes / SlabAllocator.SLOT_ALIGNMENT * SlabAllocator.SLOT_ALIGNMENT);
-        long regionBytes = capacityBytes / effectiveSlab * effectiveSlab;
         this.id = id;
         this.provider = provider;
-        this.slabs = new SlabAllocator(regionBytes, effectiveSlab);
-        this.region = provider.allocate(regionBytes);
+        this.slots = new SlotTable(id, capacityBytes, slabSize);
+        this.region = provider.allocate(slots.capacityBytes());
         log.info(
                 "tier {}: {} MiB of {} memory{}, slabs of {} KiB",
                 id,
-                regionBytes >> 20,
+                slots.capacityBytes() >> 20,
                 provider.name(),
                 region.locked() ? " (locked)" : "",
-                effectiveSlab >> 10);
+                slots.slabSize() >> 10);
     }
 
     @Override
@@ -85,22 +78,22 @@ public final class MemoryTier implements BlockTier {
 
     @Override
     public long capacityBytes() {
-        return slabs.capacityBytes();
+        return slots.capacityBytes();
     }
 
     @Override
     public long usedBytes() {
-        return slabs.usedBytes();
+        return slots.usedBytes();
     }
 
     @Override
     public int blockCount() {
-        return blocks.size();
+        return slots.blockCount();
     }
 
     /** Whether a block of {@code length} bytes would fit now without evicting anything. */
     public boolean hasRoomFor(int length) {
-        return slabs.canAllocate(SlabAllocator.slotSizeFor(length));
+        return slots.hasRoomFor(length);
     }
 
     @Override
@@ -109,34 +102,22 @@ public final class MemoryTier implements BlockTier {
             throw new IllegalArgumentException("block " + record.key() + " is " + src.byteSize()
                     + " bytes but its record says " + record.length());
         }
-        if (blocks.containsKey(record.key())) {
-            return;
-        }
-        long slotSize = SlabAllocator.slotSizeFor(record.length());
-        long offset = slabs.allocate(slotSize);
-        if (offset < 0) {
-            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes ("
-                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
-        }
-        MemorySegment.copy(src, 0, region.segment(), offset, record.length());
-        if (blocks.putIfAbsent(record.key(), new Resident(record, offset, slotSize)) != null) {
-            slabs.free(offset, slotSize);
-        }
+        slots.place(record, offset -> MemorySegment.copy(src, 0, region.segment(), offset, record.length()));
     }
 
     @Override
     public BlockRecord read(BlockKey key, MemorySegment dst) throws BlockNotFoundException, ChecksumMismatchException {
-        Resident r = resident(key);
-        if (dst.byteSize() < r.record.length()) {
+        SlotTable.Slot r = slots.require(key);
+        if (dst.byteSize() < r.record().length()) {
             throw new IllegalArgumentException("buffer of " + dst.byteSize() + " bytes is too small for block " + key
-                    + " of " + r.record.length());
+                    + " of " + r.record().length());
         }
-        MemorySegment target = dst.asSlice(0, r.record.length());
-        MemorySegment.copy(region.segment(), r.offset, target, 0, r.record.length());
-        if (Checksums.crc32c(target) != r.record.crc32c()) {
+        MemorySegment target = dst.asSlice(0, r.record().length());
+        MemorySegment.copy(region.segment(), r.offset(), target, 0, r.record().length());
+        if (Checksums.crc32c(target) != r.record().crc32c()) {
             throw new ChecksumMismatchException("block " + key + " in tier " + id + " fails its CRC32C");
         }
-        return r.record;
+        return r.record();
     }
 
     /**
@@ -145,9 +126,9 @@ public final class MemoryTier implements BlockTier {
      */
     @Override
     public MemorySegment verifiedView(BlockKey key) throws BlockNotFoundException, ChecksumMismatchException {
-        Resident r = resident(key);
-        MemorySegment view = region.segment().asSlice(r.offset, r.record.length());
-        if (Checksums.crc32c(view) != r.record.crc32c()) {
+        SlotTable.Slot r = slots.require(key);
+        MemorySegment view = region.segment().asSlice(r.offset(), r.record().length());
+        if (Checksums.crc32c(view) != r.record().crc32c()) {
             throw new ChecksumMismatchException("block " + key + " in tier " + id + " fails its CRC32C");
         }
         return view;
@@ -164,18 +145,12 @@ public final class MemoryTier implements BlockTier {
         if (length <= 0) {
             throw new IllegalArgumentException("block length must be positive, got " + length);
         }
-        long slotSize = SlabAllocator.slotSizeFor(length);
-        long offset = slabs.allocate(slotSize);
-        if (offset < 0) {
-            throw new TierFullException("tier " + id + " has no free slot of " + slotSize + " bytes to reserve ("
-                    + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
-        }
-        return offset;
+        return slots.take(length, " to reserve");
     }
 
     /** Returns a slot taken by {@link #reserveSlot} that was never adopted. */
     public void releaseSlot(long offset, int length) {
-        slabs.free(offset, SlabAllocator.slotSizeFor(length));
+        slots.release(offset, length);
     }
 
     /** The first {@code length} bytes of the slot at {@code offset}, in place. */
@@ -190,43 +165,27 @@ public final class MemoryTier implements BlockTier {
      * @return false when the tier already holds the key (the slot stays the caller's to release)
      */
     public boolean adopt(BlockRecord record, long offset) {
-        return blocks.putIfAbsent(
-                        record.key(), new Resident(record, offset, SlabAllocator.slotSizeFor(record.length())))
-                == null;
+        return slots.adopt(record, offset);
     }
 
     /** The block's slot offset within {@link #region()}, or -1 when absent. */
     public long offsetOf(BlockKey key) {
-        Resident r = blocks.get(key);
-        return r == null ? -1 : r.offset;
-    }
-
-    private Resident resident(BlockKey key) throws BlockNotFoundException {
-        Resident r = blocks.get(key);
-        if (r == null) {
-            throw new BlockNotFoundException("tier " + id + " does not hold block " + key);
-        }
-        return r;
+        return slots.offsetOf(key);
     }
 
     @Override
     public boolean delete(BlockKey key) {
-        Resident r = blocks.remove(key);
-        if (r == null) {
-            return false;
-        }
-        slabs.free(r.offset, r.slotSize);
-        return true;
+        return slots.remove(key);
     }
 
     @Override
     public boolean contains(BlockKey key) {
-        return blocks.containsKey(key);
+        return slots.contains(key);
     }
 
     @Override
     public void close() {
-        blocks.clear();
+        slots.clear();
         region.close();
     }
 }
