@@ -86,6 +86,24 @@ def test_chunks_round_trip_byte_exact_with_shape_dtype_and_format(service, ns, l
     loop.run_until_complete(c.close())
 
 
+def test_list_names_every_chunk_in_kvstore_not_only_this_connectors(service, ns, loop):
+    url = f"kvstore://127.0.0.1:{service.port}/{ns}"
+    first, second = connector(url, loop), connector(url, loop)
+    assert loop.run_until_complete(first.list()) == []  # nothing declared yet
+    mine = [Key(i) for i in range(30)]
+    theirs = [Key(1000 + i, model="other/model") for i in range(5)]
+    loop.run_until_complete(first.batched_put(mine, [chunk(i) for i in range(30)]))
+    loop.run_until_complete(second.batched_put(theirs, [chunk(i) for i in range(5)]))
+    assert first.remove_sync(mine[7])
+    want = sorted(k.to_string() for k in mine[:7] + mine[8:] + theirs)
+    assert sorted(loop.run_until_complete(first.list())) == want  # read and named from kvstore
+    restarted = connector(url, loop)  # LMCache restarted: knows nothing, lists all
+    assert sorted(loop.run_until_complete(restarted.list())) == want
+    assert not restarted.exists_sync(mine[7])
+    for c in (first, second, restarted):
+        loop.run_until_complete(c.close())
+
+
 def test_a_partial_last_chunk_is_stored_and_comes_back_with_its_own_shape(service, ns, loop):
     c = connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop)
     part = chunk(5, tokens=7)

@@ -20,7 +20,7 @@ import struct
 import threading
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Iterable, List, Mapping, Optional, Sequence
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import numpy as np
 
@@ -261,14 +261,21 @@ class KvStoreClient:
         model: Optional[str] = None,
         hash_scheme: str = "sha256_cbor",
         hash_seed: Optional[str] = None,
+        lora: Optional[str] = None,
+        extra_keys: Optional[Sequence[str]] = None,
     ) -> dict:
         """Declares (or confirms) a namespace; Conflict when it exists with another layout.
 
-        ``model`` names the model the KV belongs to (default: the namespace's name).
+        ``model`` names the model the KV belongs to (default: the namespace's name); ``lora`` and
+        ``extra_keys`` what the engine hashed into every block beside the tokens (KV events carry them).
         """
         body = {"model": model or name, "layout": layout.to_json(), "hashScheme": hash_scheme}
         if hash_seed is not None:
             body["hashSeed"] = hash_seed
+        if lora is not None:
+            body["lora"] = lora
+        if extra_keys is not None:
+            body["extraKeys"] = list(extra_keys)
         return self.request_json("PUT", f"/v1/namespaces/{_q(name)}", body)
 
     def namespace(self, name: str) -> dict:
@@ -386,6 +393,19 @@ class KvStoreClient:
             self._conns.drop()  # the connection is mid-body; never reuse it
             raise
         return result
+
+    def list_blocks(self, namespace: str, page: int = 1000) -> Iterator[bytes]:
+        """Every block hash the namespace holds in any tier of this kvstore, in hex order, fetched a page at a
+        time (blocks stored or removed meanwhile may or may not appear)."""
+        after = None
+        while True:
+            query = f"limit={int(page)}" + (f"&after={after}" if after else "")
+            r = self.request_json("GET", f"/v1/namespaces/{_q(namespace)}/blocks?{query}")
+            for h in r["blockHashes"]:
+                yield bytes.fromhex(h)
+            after = r.get("next")
+            if not after:
+                return
 
     def delete(self, namespace: str, block_hash: bytes) -> None:
         """Deletes one block; NotFound when absent, Conflict while pinned or leased."""

@@ -13,9 +13,13 @@ LMCache/LMCache 0109660ce57fe9c046eb7953dfb56fb1e3c6d9fd and ``base_connector.py
 - Keys: a ``CacheEngineKey`` becomes the SHA-256 of its ``to_string()`` (model, world size, worker, chunk
   hash): 32 bytes, one kvstore block per chunk. LMCache's chunk keys carry no parent; in
   ``batched_put`` each chunk's parent is the chunk before it in the batch (one request's chunks in order).
-- A block holds a 128-byte header (shape, dtype, memory format, byte count) and the chunk's bytes, padded
-  to a full chunk (``context.get_full_chunk_size_bytes()``), so partial last chunks are stored too and
-  ``get`` rebuilds the memory object with ``local_cpu_backend.allocate(shape, dtype, fmt)``.
+- A block holds a 512-byte header (shape, dtype, memory format, byte count, the key's ``to_string()``) and
+  the chunk's bytes, padded to a full chunk (``context.get_full_chunk_size_bytes()``), so partial last
+  chunks are stored too and ``get`` rebuilds the memory object with
+  ``local_cpu_backend.allocate(shape, dtype, fmt)``.
+- ``list()`` names every chunk the namespace holds in kvstore, whoever stored it and whenever (kvstore's
+  ``GET /v1/namespaces/{ns}/blocks``): keys this connector stored are known by hash; any other chunk is
+  read (checksummed as every load) and named from its header.
 - The async methods run their HTTP and copies on a small thread pool (``run_in_executor``), never on
   LMCache's event loop. A chunk that cannot be read is ``None`` (LMCache recomputes it).
 
@@ -46,32 +50,48 @@ from .shm import data_path
 log = logging.getLogger("kvstore.lmcache")
 
 SCHEME = "kvstore://"
-HEADER = 128
+HEADER = 512
 _MAGIC = b"KVSL"
-# magic, version, ndim, nbytes, 8 dims, fmt, dtype name (32 bytes)
-_HEADER_FMT = "<4sHHQ8qi32s"
+_VERSION = 2
+# magic, version, ndim, nbytes, 8 dims, fmt, dtype name (32 bytes), key length; the key's UTF-8 follows
+_HEADER_FMT = "<4sHHQ8qi32sH"
+_KEY_ROOM = HEADER - struct.calcsize(_HEADER_FMT)
+# chunks read per round when list() names chunks from their headers
+_LIST_BATCH = 16
 
 
 def key_hash(key: Any) -> bytes:
-    text = key.to_string() if hasattr(key, "to_string") else str(key)
-    return hashlib.sha256(text.encode()).digest()
+    return hashlib.sha256(key_text(key).encode()).digest()
 
 
-def pack_header(shape, dtype, fmt, nbytes: int) -> bytes:
+def key_text(key: Any) -> str:
+    return key.to_string() if hasattr(key, "to_string") else str(key)
+
+
+def pack_header(shape, dtype, fmt, nbytes: int, key: str = "") -> bytes:
+    """The chunk's header; a key whose UTF-8 does not fit is left out (``list()`` cannot name that chunk)."""
     dims = list(shape)
     if len(dims) > 8:
         raise ValueError(f"shape {tuple(shape)} has more than 8 dimensions")
     name = str(dtype).encode()[:32]
-    raw = struct.pack(_HEADER_FMT, _MAGIC, 1, len(dims), nbytes, *(dims + [0] * (8 - len(dims))), int(fmt), name)
+    text = key.encode()
+    if len(text) > _KEY_ROOM:
+        text = b""
+    raw = struct.pack(_HEADER_FMT, _MAGIC, _VERSION, len(dims), nbytes, *(dims + [0] * (8 - len(dims))), int(fmt),
+                      name, len(text)) + text
     return raw + b"\0" * (HEADER - len(raw))
 
 
 def unpack_header(raw) -> tuple:
-    magic, version, ndim, nbytes, *rest = struct.unpack_from(_HEADER_FMT, bytes(raw[:HEADER]))
-    if magic != _MAGIC or version != 1:
+    """(shape, dtype name, format, byte count, key text or "")."""
+    head = bytes(raw[:HEADER])
+    magic, version, ndim, nbytes, *rest = struct.unpack_from(_HEADER_FMT, head)
+    if magic != _MAGIC or version != _VERSION:
         raise ValueError("not a kvstore LMCache chunk")
-    dims, fmt, name = rest[:8], rest[8], rest[9].rstrip(b"\0").decode()
-    return tuple(dims[:ndim]), name, fmt, nbytes
+    dims, fmt, name, key_len = rest[:8], rest[8], rest[9].rstrip(b"\0").decode(), rest[10]
+    start = struct.calcsize(_HEADER_FMT)
+    key = head[start : start + min(key_len, _KEY_ROOM)].decode("utf-8", errors="replace")
+    return tuple(dims[:ndim]), name, fmt, nbytes, key
 
 
 class KvStoreConnectorAdapter(ConnectorAdapter):
@@ -109,7 +129,7 @@ class KvStoreConnector(RemoteConnector):
         self._executor = ThreadPoolExecutor(max_workers=int(option("io_threads", 2)), thread_name_prefix="kvstore-lmc")
         self._path = None
         self._declared = False
-        self._stored: dict = {}  # key string -> hash, of keys this connector put (for list())
+        self._names: dict = {}  # hash -> key string, of chunks this connector put or named (for list())
 
     # ------------------------------------------------------------------ RemoteConnector
 
@@ -190,7 +210,8 @@ class KvStoreConnector(RemoteConnector):
             if data.nbytes > self.chunk_bytes:
                 raise ValueError(f"chunk of {data.nbytes} bytes is larger than a full chunk ({self.chunk_bytes})")
             meta = obj.metadata
-            header = np.frombuffer(pack_header(meta.shape, meta.dtype, meta.fmt, data.nbytes), dtype=np.uint8)
+            header = np.frombuffer(pack_header(meta.shape, meta.dtype, meta.fmt, data.nbytes, key_text(key)),
+                                   dtype=np.uint8)
             pad = np.zeros(self.chunk_bytes - data.nbytes, dtype=np.uint8)
             h = key_hash(key)
             blocks.append(Block(h, [header, data, pad], parent))
@@ -205,16 +226,56 @@ class KvStoreConnector(RemoteConnector):
         failed = {h for h, _ in result.failed}
         for key, b in zip(keys, blocks):
             if b.hash not in failed:
-                self._stored[key.to_string() if hasattr(key, "to_string") else str(key)] = b.hash
+                self._names[b.hash] = key_text(key)
         if failed:
             log.warning("kvstore refused %d chunks: %s", len(failed), result.failed[0][1])
 
     def _get_many(self, keys) -> List[Optional[Any]]:
-        hashes = [key_hash(k) for k in keys]
         buffers = [np.empty(self.block_bytes, dtype=np.uint8) for _ in keys]
-        ok = [False] * len(keys)
+        ok = self._load_each([key_hash(k) for k in keys], buffers)
+        return [self._memory_obj(buf) if good else None for good, buf in zip(ok, buffers)]
+
+    def _memory_obj(self, buf: np.ndarray):
+        shape, dtype_name, fmt, nbytes, _ = unpack_header(buf)
+        obj = self.local_cpu_backend.allocate(_shape(shape), _dtype(dtype_name), _fmt(fmt))
+        if obj is None:
+            log.warning("LMCache could not allocate a chunk of %d bytes", nbytes)
+            return None
+        dst = as_bytes(obj.byte_array)
+        dst[:nbytes] = buf[HEADER : HEADER + nbytes]
+        return obj
+
+    def _list(self) -> List[str]:
+        try:
+            held = list(self.client.list_blocks(self.namespace))
+        except NotFound:
+            return []  # nothing declared yet: nothing stored
+        unknown = [h for h in held if h not in self._names]
+        unnamed = 0
+        for i in range(0, len(unknown), _LIST_BATCH):
+            batch = unknown[i : i + _LIST_BATCH]
+            buffers = [np.empty(self.block_bytes, dtype=np.uint8) for _ in batch]
+            for h, buf, ok in zip(batch, buffers, self._load_each(batch, buffers)):
+                key = ""
+                if ok:
+                    try:
+                        key = unpack_header(buf)[4]
+                    except ValueError:
+                        pass  # not a chunk this adapter wrote
+                if key and key_hash(key) == h:  # the name must be the one the chunk is stored under
+                    self._names[h] = key
+                else:
+                    unnamed += 1
+        if unnamed:
+            log.warning("kvstore: %d chunks in %s could not be named (removed meanwhile, or not LMCache's)",
+                        unnamed, self.namespace)
+        return [self._names[h] for h in held if h in self._names]
+
+    def _load_each(self, hashes: List[bytes], buffers: List[np.ndarray]) -> List[bool]:
+        """Loads each block on its own terms (load stops at the first missing one): which ones came."""
+        ok = [False] * len(hashes)
         i = 0
-        while i < len(keys):
+        while i < len(hashes):
             try:
                 n = self._data_path().load(self.namespace, hashes[i:], buffers[i:])
             except NotFound:
@@ -225,28 +286,7 @@ class KvStoreConnector(RemoteConnector):
             for j in range(i, i + n):
                 ok[j] = True
             i += n + 1
-        out: List[Optional[Any]] = []
-        for good, buf in zip(ok, buffers):
-            out.append(self._memory_obj(buf) if good else None)
-        return out
-
-    def _memory_obj(self, buf: np.ndarray):
-        shape, dtype_name, fmt, nbytes = unpack_header(buf)
-        obj = self.local_cpu_backend.allocate(_shape(shape), _dtype(dtype_name), _fmt(fmt))
-        if obj is None:
-            log.warning("LMCache could not allocate a chunk of %d bytes", nbytes)
-            return None
-        dst = as_bytes(obj.byte_array)
-        dst[:nbytes] = buf[HEADER : HEADER + nbytes]
-        return obj
-
-    def _list(self) -> List[str]:
-        names = list(self._stored)
-        present = []
-        for name in names:
-            if self._prefix([self._stored[name]]) == 1:
-                present.append(name)
-        return present
+        return ok
 
     def _declare(self) -> None:
         if not self._declared:

@@ -27,7 +27,7 @@ SCHEMA = {
         ("lora_id", "opt_int", REQUIRED),
         ("medium", "opt_str", REQUIRED),
         ("lora_name", "opt_str", REQUIRED),
-        ("extra_keys", "opt_list", None),
+        ("extra_keys", "opt_extra_keys", None),
         ("group_idx", "opt_int", None),
         ("kv_cache_spec_kind", "opt_str", None),
         ("kv_cache_spec_sliding_window", "opt_int", None),
@@ -57,7 +57,9 @@ def check(kind, value, where):
         "int": is_int(value),
         "opt_int": value is None or is_int(value),
         "opt_str": value is None or isinstance(value, str),
-        "opt_list": value is None or isinstance(value, list),
+        # one entry per block: a tuple (msgpack array) of keys, or None
+        "opt_extra_keys": value is None or (isinstance(value, list)
+                                            and all(k is None or isinstance(k, list) for k in value)),
         "ints": isinstance(value, list) and all(is_int(t) for t in value),
         "hashes": isinstance(value, list) and all(is_int(h) and 0 <= h < 2**64 for h in value),
         "opt_hash": value is None or (is_int(value) and 0 <= value < 2**64),
@@ -109,6 +111,9 @@ def decode_event(raw, encoding):
     for name, kind, default in SCHEMA[tag]:
         if name in named:
             check(kind, named[name], tag + "." + name)
+    if named.get("extra_keys") is not None and len(named["extra_keys"]) != len(named["block_hashes"]):
+        fail("%s: extra_keys has %d entries for %d block hashes"
+             % (tag, len(named["extra_keys"]), len(named["block_hashes"])))
     return tag, named
 
 
@@ -136,6 +141,8 @@ def decode_batch(topic, seq_bytes, payload, encoding):
             "parent_block_hash": None if f.get("parent_block_hash") is None else str(f["parent_block_hash"]),
             "block_size": f.get("block_size", 0),
             "medium": f.get("medium"),
+            "lora_name": f.get("lora_name"),
+            "extra_keys": f.get("extra_keys"),  # absent (omitted default) reads as None
         })
     return {"seq": seq, "topic": topic.decode("utf-8"), "rank": rank, "events": out}
 

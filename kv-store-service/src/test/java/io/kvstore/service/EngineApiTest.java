@@ -184,6 +184,48 @@ class EngineApiTest extends ServiceTest {
     }
 
     @Test
+    void aNamespacesBlocksAreListedInHexOrderPageByPage() throws Exception {
+        declare("listed");
+        declare("other");
+        List<BlockHash> hashes = store("listed", 5, 61);
+        store("other", 2, 62);
+        http.send("DELETE", "/v1/namespaces/listed/blocks/" + hashes.get(4).hex(), null, null);
+        List<String> want =
+                hashes.subList(0, 4).stream().map(BlockHash::hex).sorted().toList();
+        var first = http.get("/v1/namespaces/listed/blocks?limit=3");
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+        assertThat(first.body())
+                .isEqualTo("{\"blockHashes\":[\"" + String.join("\",\"", want.subList(0, 3)) + "\"],\"next\":\""
+                        + want.get(2) + "\"}");
+        var last = http.get("/v1/namespaces/listed/blocks?limit=3&after=" + want.get(2));
+        assertThat(last.body()).isEqualTo("{\"blockHashes\":[\"" + want.get(3) + "\"]}");
+        assertThat(http.get("/v1/namespaces/listed/blocks?limit=0").body()).contains("\"field\":\"limit\"");
+        assertThat(http.get("/v1/namespaces/listed/blocks?after=xyz").body()).contains("\"field\":\"after\"");
+        assertThat(http.get("/v1/namespaces/nowhere/blocks").statusCode()).isEqualTo(404);
+    }
+
+    @Test
+    void aNamespaceMayDeclareItsLoraAndExtraKeys() throws Exception {
+        String decl =
+                TestLayout.declaration("m").replaceFirst("\\}$", ",\"lora\":\"sql-lora\",\"extraKeys\":[\"salt\"]}");
+        var r = http.json("PUT", "/v1/namespaces/lora-ns", decl);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
+        assertThat(http.get("/v1/namespaces/lora-ns").body())
+                .contains("\"lora\":\"sql-lora\"", "\"extraKeys\":[\"salt\"]");
+        assertThat(http.json("PUT", "/v1/namespaces/lora-ns", decl).statusCode())
+                .isEqualTo(200);
+        assertThat(http.json("PUT", "/v1/namespaces/lora-ns", TestLayout.declaration("m"))
+                        .statusCode())
+                .as("another LoRA is another namespace")
+                .isEqualTo(409);
+        assertThat(http.get("/v1/namespaces/" + declare("plain")).body()).doesNotContain("\"lora\"", "extraKeys");
+        var tooMany = http.json(
+                "PUT", "/v1/namespaces/lora-bad", decl.replace("[\"salt\"]", "[" + "\"k\",".repeat(16) + "\"k\"]"));
+        assertThat(tooMany.statusCode()).isEqualTo(400);
+        assertThat(tooMany.body()).contains("\"field\":\"extraKeys\"");
+    }
+
+    @Test
     void deletingANamespaceRemovesItsBlocksAndDeclaration() throws Exception {
         declare("gone");
         List<BlockHash> hashes = store("gone", 4, 51);

@@ -112,9 +112,10 @@ public final class TierEngine implements AutoCloseable {
     /** What the engine knows of {@code key} now, or null when it holds no such block. */
     public @Nullable BlockInfo info(BlockKey key) {
         CatalogEntry entry = catalog.get(key);
-        if (entry == null) {
-            return null;
-        }
+        return entry == null ? null : snapshot(entry);
+    }
+
+    private static BlockInfo snapshot(CatalogEntry entry) {
         return new BlockInfo(
                 entry.key(),
                 entry.parent(),
@@ -123,6 +124,25 @@ public final class TierEngine implements AutoCloseable {
                 entry.tiers(),
                 entry.pins(),
                 entry.leases());
+    }
+
+    /**
+     * Every block the engine knows, one snapshot per block as it is read (weakly consistent: blocks stored or
+     * removed while the caller iterates may or may not appear), for re-announcing what each tier holds.
+     */
+    public java.util.Iterator<BlockInfo> blocks() {
+        java.util.Iterator<CatalogEntry> entries = catalog.entries().iterator();
+        return new java.util.Iterator<>() {
+            @Override
+            public boolean hasNext() {
+                return entries.hasNext();
+            }
+
+            @Override
+            public BlockInfo next() {
+                return snapshot(entries.next());
+            }
+        };
     }
 
     /**

@@ -1,7 +1,9 @@
 package io.kvstore.service.api;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceSpec;
+import java.util.List;
 
 /** A declared namespace as the API shows it: its declaration in canonical form and the sizes it implies. */
 public record NamespaceView(
@@ -12,7 +14,9 @@ public record NamespaceView(
         String durability,
         String tenant,
         int blockBytes,
-        int hashBytes) {
+        int hashBytes,
+        @JsonInclude(JsonInclude.Include.NON_NULL) String lora,
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys) {
 
     public static NamespaceView of(String name, NamespaceSpec spec) {
         return of(name, spec, null);
@@ -28,6 +32,8 @@ public record NamespaceView(
                 d.durability(),
                 tenant,
                 spec.blockBytes(),
-                spec.hashBytes());
+                spec.hashBytes(),
+                spec.lora(),
+                spec.extraKeys());
     }
 }

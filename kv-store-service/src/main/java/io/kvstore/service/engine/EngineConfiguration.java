@@ -95,6 +95,9 @@ public class EngineConfiguration {
         KvEventPublisher publisher = kvEvents.getIfAvailable();
         EngineEvents events = publisher == null ? metrics : new EngineEventsTee(metrics, publisher);
         TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), events, Clock.systemUTC());
+        if (publisher != null) {
+            publisher.resyncFrom(engine::blocks); // after an AllBlocksCleared, re-announce what the tiers hold
+        }
         MemoryTier dramTier = (MemoryTier) engine.tier(TierId.DRAM);
         if (shared != null && shared.file() != null) {
             local.attach(shared.file(), dramTier.region().byteSize(), shared.group());

@@ -28,7 +28,7 @@ public class EventsConfiguration {
     private static NamespaceTopics.Declared declared(NamespaceRegistry namespaces, String namespace) {
         try {
             NamespaceSpec spec = namespaces.require(namespace);
-            return new NamespaceTopics.Declared(spec.model(), spec.blockSize());
+            return new NamespaceTopics.Declared(spec.model(), spec.blockSize(), spec.lora(), spec.extraKeys());
         } catch (NotFoundException e) {
             return null;
         }

@@ -12,7 +12,8 @@ import org.msgpack.core.MessagePacker;
  * Encodes a batch exactly as vLLM's msgspec encoder does ({@code vllm/distributed/kv_events.py}):
  * {@code KVEventBatch} is {@code array_like} with {@code omit_defaults}, so {@code [ts, events,
  * data_parallel_rank]}; each event is a tagged struct whose tag is its class name, with the fields in
- * declaration order and the trailing fields that hold their default ({@code None}) left out. Hashes are
+ * declaration order and the trailing fields that hold their default ({@code None}) left out ({@code extra_keys}
+ * appears only when the namespace declares a LoRA or extra keys). Hashes are
  * integers as vLLM sends them by default ({@code VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1}); one that does not
  * fit a signed 64-bit integer is a msgpack uint64, as Python writes it.
  */
@@ -49,8 +50,9 @@ public final class KvEventCodec {
     private static void packArray(MessagePacker p, KvEvent event) throws IOException {
         switch (event) {
             // BlockStored(block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, lora_name)
+            // (extra_keys, defaulting to None, follows only when set)
             case KvEvent.BlockStored s -> {
-                p.packArrayHeader(8);
+                p.packArrayHeader(s.extraKeys() == null ? 8 : 9);
                 p.packString("BlockStored");
                 hashes(p, s.hash());
                 optionalHash(p, s.parent());
@@ -58,7 +60,10 @@ public final class KvEventCodec {
                 p.packInt(s.blockSize());
                 p.packNil();
                 p.packString(s.medium());
-                p.packNil();
+                optionalString(p, s.loraName());
+                if (s.extraKeys() != null) {
+                    extraKeys(p, s.extraKeys());
+                }
             }
             // BlockRemoved(block_hashes, medium)
             case KvEvent.BlockRemoved r -> {
@@ -77,7 +82,7 @@ public final class KvEventCodec {
     private static void packMap(MessagePacker p, KvEvent event) throws IOException {
         switch (event) {
             case KvEvent.BlockStored s -> {
-                p.packMapHeader(8);
+                p.packMapHeader(s.extraKeys() == null ? 8 : 9);
                 p.packString("type").packString("BlockStored");
                 p.packString("block_hashes");
                 hashes(p, s.hash());
@@ -87,7 +92,12 @@ public final class KvEventCodec {
                 p.packString("block_size").packInt(s.blockSize());
                 p.packString("lora_id").packNil();
                 p.packString("medium").packString(s.medium());
-                p.packString("lora_name").packNil();
+                p.packString("lora_name");
+                optionalString(p, s.loraName());
+                if (s.extraKeys() != null) {
+                    p.packString("extra_keys");
+                    extraKeys(p, s.extraKeys());
+                }
             }
             case KvEvent.BlockRemoved r -> {
                 p.packMapHeader(3);
@@ -99,6 +109,28 @@ public final class KvEventCodec {
             case KvEvent.AllBlocksCleared c -> {
                 p.packMapHeader(1);
                 p.packString("type").packString("AllBlocksCleared");
+            }
+        }
+    }
+
+    private static void optionalString(MessagePacker p, String value) throws IOException {
+        if (value == null) {
+            p.packNil();
+        } else {
+            p.packString(value);
+        }
+    }
+
+    /** {@code extra_keys} of a one-block event: a list holding the block's tuple (a msgpack array). */
+    private static void extraKeys(MessagePacker p, List<Object> keys) throws IOException {
+        p.packArrayHeader(1);
+        p.packArrayHeader(keys.size());
+        for (Object k : keys) {
+            switch (k) {
+                case String text -> p.packString(text);
+                case Long n -> p.packLong(n);
+                case Integer n -> p.packInt(n);
+                default -> p.packString(k.toString());
             }
         }
     }

@@ -4,19 +4,23 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.EngineEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,23 +33,25 @@ import org.slf4j.LoggerFactory;
  *
  * <p>When the queue is full a change is dropped and counted; once what was queued before has gone out, the
  * publisher sends {@code AllBlocksCleared} on every topic it has used, so subscribers start again from an
- * empty view (which may miss blocks, never claims one that is gone) instead of keeping a wrong one.
+ * empty view instead of keeping a wrong one, and then re-announces what each tier still holds: a
+ * {@code BlockStored} per copy in the catalog, a few batches per round on the publisher thread, between the
+ * live changes (never on a storing thread). Changes made while the catalog is read go out after it, so a
+ * subscriber that applies the stream in order ends with the catalog's view again.
  */
 public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(KvEventPublisher.class);
 
-    /** A change as the engine reported it; turned into an event on the publisher thread. */
-    private record Change(TierId tier, BlockKey key, BlockHash parent, boolean stored) {}
+    /** Copies re-announced per publisher round after a clear: paced so that live changes keep flowing. */
+    static final int RESYNC_PER_ROUND = 2048;
 
     private final EventsProperties config;
     /**
-     * Lock-free, bounded by {@link #queued}: a lock here could park a storing thread behind a descheduled
-     * publisher thread that held it.
+     * Lock-free and allocation-free: a lock here could park a storing thread behind a descheduled publisher
+     * thread that held it.
      */
-    private final ConcurrentLinkedQueue<Change> queue = new ConcurrentLinkedQueue<>();
+    private final ChangeRing queue;
 
-    private final AtomicInteger queued = new AtomicInteger();
     private final AtomicBoolean overflowed = new AtomicBoolean();
     private final AtomicLong lastSeq = new AtomicLong(-1);
     /** Changes taken off the queue and published (for tests: published + dropped = offered). */
@@ -61,7 +67,17 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     private final Counter dropped;
     private final Counter clears;
     private final Counter replays;
+    private final Counter resynced;
     private final Thread thread;
+    /** Where re-announcements read what the tiers hold; set once the engine exists. */
+    private volatile @Nullable Supplier<Iterator<BlockInfo>> catalog;
+    /** The re-announcement under way (publisher thread only), null when none. */
+    private @Nullable Iterator<BlockInfo> resync;
+
+    private volatile boolean resyncPending;
+    /** The batch being filled on the publisher thread. */
+    private final Batcher batcher = new Batcher();
+
     private volatile boolean running = true;
 
     public KvEventPublisher(
@@ -76,6 +92,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         this.topics = new NamespaceTopics(config.topic(), host, declarations);
         this.codec = new KvEventCodec(config.encoding());
         this.ring = new ReplayRing(config.replaySize());
+        this.queue = new ChangeRing(config.queueSize());
         this.published = Counter.builder("kvstore.events.published")
                 .description("KV events published (one per block stored into or removed from a tier)")
                 .register(registry);
@@ -91,7 +108,10 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         this.replays = Counter.builder("kvstore.events.replay.requests")
                 .description("Replay requests answered")
                 .register(registry);
-        Gauge.builder("kvstore.events.queued", queued, AtomicInteger::get)
+        this.resynced = Counter.builder("kvstore.events.resynced")
+                .description("BlockStored events re-announcing what the tiers hold after AllBlocksCleared")
+                .register(registry);
+        Gauge.builder("kvstore.events.queued", queue, ChangeRing::size)
                 .description("Block changes waiting to be published")
                 .register(registry);
         this.sockets = new EventSockets(config.endpoint(), config.replayEndpoint(), config.hwm());
@@ -106,44 +126,56 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                 config.replaySize());
     }
 
+    /**
+     * Lets the publisher read what the tiers hold, to re-announce it after an {@code AllBlocksCleared}; without
+     * it (before the engine exists) a clear is not followed by re-announcements.
+     */
+    public void resyncFrom(Supplier<Iterator<BlockInfo>> blocks) {
+        this.catalog = blocks;
+    }
+
     @Override
     public void copyAdded(TierId tier, BlockRecord block) {
-        offer(new Change(tier, block.key(), block.parent(), true));
+        if (!queue.offer(tier, block.key(), block.parent(), true)) {
+            overflow();
+        }
     }
 
     @Override
     public void copyRemoved(TierId tier, BlockKey key, int length) {
-        offer(new Change(tier, key, null, false));
+        if (!queue.offer(tier, key, null, false)) {
+            overflow();
+        }
     }
 
-    private void offer(Change change) {
-        if (queued.get() >= config.queueSize()) { // may overshoot by the threads offering at once
-            dropped.increment();
-            overflowed.set(true);
-        } else {
-            queue.offer(change);
-            queued.incrementAndGet();
-        }
+    private void overflow() {
+        overflowed.set(true); // before the count: whoever sees the drop counted sees a re-announcement pending
+        dropped.increment();
     }
 
     private void run() {
         long intervalMillis = Math.max(1, config.batchInterval().toMillis());
-        List<Change> drained = new ArrayList<>();
         while (running || !queue.isEmpty()) {
             try {
                 replays.increment(sockets.awaitReplay(intervalMillis, ring));
-                boolean dropsBefore = overflowed.getAndSet(false);
-                drained.clear();
-                Change c;
-                while (drained.size() < config.queueSize() && (c = queue.poll()) != null) {
-                    drained.add(c);
-                    queued.decrementAndGet();
+                boolean dropsBefore = overflowed.get();
+                if (dropsBefore) {
+                    resyncPending = true;
+                    overflowed.set(false);
                 }
-                publish(drained);
+                batcher.begin();
+                int n = queue.drain(batcher, config.queueSize());
+                batcher.flush();
+                handled.addAndGet(n);
                 if (dropsBefore) {
                     clearAll();
+                    Supplier<Iterator<BlockInfo>> source = catalog;
+                    resync = source == null ? null : source.get(); // (again) from the start: the view is empty
+                    resyncPending = resync != null;
                 }
-                handled.addAndGet(drained.size());
+                if (resync != null && running) {
+                    reannounce(resync);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
@@ -156,32 +188,62 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         }
     }
 
-    /** Cuts {@code changes} into batches: a new one at each change of topic or at {@code maxBatchEvents}. */
-    private void publish(List<Change> changes) {
-        byte[] topic = null;
-        List<KvEvent> events = new ArrayList<>();
-        Map<String, NamespaceTopics.Resolved> resolved = new java.util.HashMap<>(); // one look-up per round
-        for (Change c : changes) {
-            NamespaceTopics.Resolved ns = resolved.computeIfAbsent(c.key().namespace(), topics::resolve);
-            if (topic != null
-                    && (!java.util.Arrays.equals(ns.topic(), topic) || events.size() >= config.maxBatchEvents())) {
-                send(topic, events);
-                events = new ArrayList<>();
+    /** Announces the next {@link #RESYNC_PER_ROUND} copies of {@code blocks}; ends the re-announcement at its end. */
+    private void reannounce(Iterator<BlockInfo> blocks) {
+        batcher.begin();
+        int n = 0;
+        while (n < RESYNC_PER_ROUND && blocks.hasNext()) {
+            BlockInfo b = blocks.next();
+            for (TierId tier : b.tiers()) {
+                batcher.accept(tier, b.key(), b.parent(), true);
+                n++;
+            }
+        }
+        batcher.flush();
+        resynced.increment(n);
+        if (!blocks.hasNext()) {
+            resync = null;
+            resyncPending = false;
+            log.info("KV events: re-announced what the tiers hold after AllBlocksCleared");
+        }
+    }
+
+    /**
+     * Cuts changes into batches, in order: a new one at each change of topic or at {@code maxBatchEvents}.
+     * Publisher thread only.
+     */
+    private final class Batcher implements ChangeRing.Sink {
+        private final Map<String, NamespaceTopics.Resolved> resolved = new HashMap<>(); // one look-up per round
+        private byte @Nullable [] topic;
+        private List<KvEvent> events = new ArrayList<>();
+
+        void begin() {
+            resolved.clear();
+        }
+
+        @Override
+        public void accept(TierId tier, BlockKey key, @Nullable BlockHash parent, boolean stored) {
+            NamespaceTopics.Resolved ns = resolved.computeIfAbsent(key.namespace(), topics::resolve);
+            if (topic != null && (!Arrays.equals(ns.topic(), topic) || events.size() >= config.maxBatchEvents())) {
+                flush();
             }
             topic = ns.topic();
-            long hash = KvEventCodec.wireHash(c.key().hash().toBytes());
-            String m = medium.get(c.tier());
-            if (c.stored()) {
-                Long parent = c.parent() == null
-                        ? null
-                        : KvEventCodec.wireHash(c.parent().toBytes());
-                events.add(new KvEvent.BlockStored(hash, parent, ns.blockSize(), m));
+            long hash = KvEventCodec.wireHash(key.hash().toBytes());
+            String m = medium.get(tier);
+            if (stored) {
+                Long parentHash = parent == null ? null : KvEventCodec.wireHash(parent.toBytes());
+                events.add(new KvEvent.BlockStored(hash, parentHash, ns.blockSize(), m, ns.loraName(), ns.extraKeys()));
             } else {
                 events.add(new KvEvent.BlockRemoved(hash, m));
             }
         }
-        if (topic != null) {
-            send(topic, events);
+
+        void flush() {
+            if (topic != null && !events.isEmpty()) {
+                send(topic, events);
+                events = new ArrayList<>();
+            }
+            topic = null;
         }
     }
 
@@ -192,7 +254,11 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
             n++;
         }
         clears.increment(n);
-        log.warn("KV events: the queue of {} overflowed; sent AllBlocksCleared on {} topic(s)", config.queueSize(), n);
+        log.warn(
+                "KV events: the queue of {} overflowed; sent AllBlocksCleared on {} topic(s), re-announcing what the"
+                        + " tiers hold",
+                config.queueSize(),
+                n);
     }
 
     private void send(byte[] topic, List<KvEvent> events) {
@@ -223,6 +289,11 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     /** Changes published so far. */
     long handled() {
         return handled.get();
+    }
+
+    /** True from an {@code AllBlocksCleared} until what the tiers held has been re-announced. */
+    boolean resyncPending() {
+        return overflowed.get() || resyncPending;
     }
 
     public boolean running() {

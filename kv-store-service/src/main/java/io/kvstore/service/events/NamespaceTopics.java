@@ -1,9 +1,12 @@
 package io.kvstore.service.events;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Maps a namespace to the topic its events go out on and to the block size they carry. The topic template
@@ -14,11 +17,50 @@ import java.util.function.Function;
  */
 final class NamespaceTopics {
 
-    /** What the publisher needs of a namespace declaration. */
-    record Declared(String model, int blockSize) {}
+    /**
+     * What the publisher needs of a namespace declaration.
+     *
+     * @param loraName the LoRA adapter the namespace's blocks were computed with, or null
+     * @param extraKeys the extra keys hashed into each of its blocks, or null for none
+     */
+    record Declared(
+            String model,
+            int blockSize,
+            @Nullable String loraName,
+            @Nullable List<String> extraKeys) {
+
+        Declared(String model, int blockSize) {
+            this(model, blockSize, null, null);
+        }
+    }
 
     /** A namespace's topic (UTF-8) and the {@code block_size} of its events. */
-    record Resolved(byte[] topic, int blockSize, Declared declared) {}
+    record Resolved(byte[] topic, int blockSize, @Nullable Declared declared) {
+
+        @Nullable
+        String loraName() {
+            return declared == null ? null : declared.loraName();
+        }
+
+        /**
+         * vLLM's per-block {@code extra_keys} entry: the LoRA name first, then the declared extra keys (the
+         * order of vLLM's {@code generate_block_hash_extra_keys}); null when the namespace declares neither.
+         */
+        @Nullable
+        List<Object> extraKeys() {
+            if (declared == null || (declared.loraName() == null && declared.extraKeys() == null)) {
+                return null;
+            }
+            List<Object> keys = new ArrayList<>();
+            if (declared.loraName() != null) {
+                keys.add(declared.loraName());
+            }
+            if (declared.extraKeys() != null) {
+                keys.addAll(declared.extraKeys());
+            }
+            return List.copyOf(keys);
+        }
+    }
 
     private final String template;
     private final String host;

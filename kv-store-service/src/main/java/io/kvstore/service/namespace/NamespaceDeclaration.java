@@ -1,13 +1,23 @@
 package io.kvstore.service.namespace;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import io.kvstore.hashing.HashScheme;
+import java.util.List;
 
 /**
  * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
- * {@code namespaces.json}).
+ * {@code namespaces.json}). {@code lora} and {@code extraKeys} (optional) name what the engine hashed into every
+ * block beside the tokens; KV events carry them ({@code docs/events.md}).
  */
 public record NamespaceDeclaration(
-        String model, Layout layout, String hashScheme, String hashSeed, String durability, String tenant) {
+        String model,
+        Layout layout,
+        String hashScheme,
+        String hashSeed,
+        String durability,
+        String tenant,
+        @JsonInclude(JsonInclude.Include.NON_NULL) String lora,
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys) {
 
     /** {@code durability} values: acknowledged once in a tier (default), or once on the durable tier. */
     public static final String WRITE_BACK = "write-back";
@@ -52,7 +62,9 @@ public record NamespaceDeclaration(
                 layout.blockSize() == null ? 16 : layout.blockSize(),
                 scheme,
                 hashSeed,
-                writeThrough);
+                writeThrough,
+                lora,
+                extraKeys);
     }
 
     /** The declaration of a validated spec, with names in canonical form. */
@@ -73,7 +85,9 @@ public record NamespaceDeclaration(
                 spec.hashScheme().wireName(),
                 spec.hashSeed(),
                 spec.writeThrough() ? WRITE_THROUGH : WRITE_BACK,
-                tenant);
+                tenant,
+                spec.lora(),
+                spec.extraKeys());
     }
 
     private static int required(Integer value, String field) {

@@ -19,6 +19,10 @@ import io.kvstore.hashing.HashScheme;
  *     and cache salt, as Dynamo does) or a fixed 64-bit salt hash
  * @param writeThrough {@code "durability": "write-through"}: every store reaches the durable (NVMe) tier before
  *     it is acknowledged; otherwise write-back (blocks reach NVMe when demoted)
+ * @param lora the LoRA adapter whose KV the namespace holds (the name the engine hashed into every block), or
+ *     null; KV events carry it as {@code lora_name}
+ * @param extraKeys further keys the engine hashed into every block (a cache salt, say), or null; KV events
+ *     carry the LoRA name and these as the block's {@code extra_keys} entry
  */
 public record NamespaceSpec(
         String model,
@@ -29,7 +33,14 @@ public record NamespaceSpec(
         int blockSize,
         HashScheme hashScheme,
         String hashSeed,
-        boolean writeThrough) {
+        boolean writeThrough,
+        String lora,
+        java.util.List<String> extraKeys) {
+
+    /** Most {@code extraKeys}, and most characters in one of them or in {@code lora}. */
+    static final int MAX_EXTRA_KEYS = 16;
+
+    static final int MAX_KEY_CHARS = 256;
 
     /** The largest block accepted: a slab of the default configuration. */
     public static final long MAX_BLOCK_BYTES = 32L << 20;
@@ -53,6 +64,21 @@ public record NamespaceSpec(
             } catch (HashInputException e) {
                 throw new InvalidNamespaceException("hashSeed", "hashSeed: " + e.reason());
             }
+        }
+        require(
+                lora == null || lora.length() <= MAX_KEY_CHARS,
+                "lora",
+                "must have at most " + MAX_KEY_CHARS + " characters");
+        if (extraKeys != null) {
+            require(extraKeys.size() <= MAX_EXTRA_KEYS, "extraKeys", "must list at most " + MAX_EXTRA_KEYS + " keys");
+            for (int i = 0; i < extraKeys.size(); i++) {
+                String k = extraKeys.get(i);
+                require(
+                        k != null && k.length() <= MAX_KEY_CHARS,
+                        "extraKeys[" + i + "]",
+                        "must be a string of at most " + MAX_KEY_CHARS + " characters");
+            }
+            extraKeys = java.util.List.copyOf(extraKeys);
         }
         long bytes = 2L * layers * kvHeads * headDim * dtype.bytes() * blockSize;
         require(

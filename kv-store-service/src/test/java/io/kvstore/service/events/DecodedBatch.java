@@ -16,8 +16,23 @@ import org.msgpack.value.ValueType;
  */
 public record DecodedBatch(String topic, long seq, double ts, List<Event> events, int dataParallelRank) {
 
-    /** One event: its tag and the fields kvstore sets. */
-    public record Event(String type, List<Long> hashes, Long parent, int blockSize, String medium) {}
+    /**
+     * One event: its tag and the fields kvstore sets; {@code extraKeys} is the block's entry of
+     * {@code extra_keys} as strings, null when the field was left out.
+     */
+    public record Event(
+            String type,
+            List<Long> hashes,
+            Long parent,
+            int blockSize,
+            String medium,
+            String loraName,
+            List<String> extraKeys) {
+
+        Event(String type, List<Long> hashes, Long parent, int blockSize, String medium) {
+            this(type, hashes, parent, blockSize, medium, null, null);
+        }
+    }
 
     static DecodedBatch decode(String topic, long seq, byte[] payload) throws IOException {
         try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
@@ -54,6 +69,10 @@ public record DecodedBatch(String topic, long seq, double ts, List<Event> events
                 case "AllBlocksCleared" -> new String[0];
                 default -> throw new IOException("unknown tag " + type);
             };
+            if (type.equals("BlockStored") && a.size() == names.length + 2) { // extra_keys, set
+                names = java.util.Arrays.copyOf(names, names.length + 1);
+                names[names.length - 1] = "extra_keys";
+            }
             if (a.size() != names.length + 1) {
                 throw new IOException(type + " has " + (a.size() - 1) + " fields, expected " + names.length);
             }
@@ -87,6 +106,20 @@ public record DecodedBatch(String topic, long seq, double ts, List<Event> events
         if (f.get("token_ids").asArrayValue().size() != 0 || !f.get("lora_id").isNilValue()) {
             throw new IOException("unexpected token ids or lora id");
         }
+        Value lora = f.get("lora_name");
+        List<String> extra = null;
+        Value extraKeys = f.get("extra_keys");
+        if (extraKeys != null) {
+            List<Value> perBlock = extraKeys.asArrayValue().list();
+            if (perBlock.size() != hashes.size()) {
+                throw new IOException(
+                        "extra_keys has " + perBlock.size() + " entries for " + hashes.size() + " blocks");
+            }
+            extra = new ArrayList<>();
+            for (Value k : perBlock.getFirst().asArrayValue()) {
+                extra.add(k.asStringValue().asString());
+            }
+        }
         return new Event(
                 type,
                 hashes,
@@ -94,6 +127,8 @@ public record DecodedBatch(String topic, long seq, double ts, List<Event> events
                         ? null
                         : parent.asIntegerValue().toBigInteger().longValue(),
                 f.get("block_size").asIntegerValue().toInt(),
-                medium);
+                medium,
+                lora.isNilValue() ? null : lora.asStringValue().asString(),
+                extra);
     }
 }

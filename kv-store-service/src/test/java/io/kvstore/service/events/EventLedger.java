@@ -13,7 +13,8 @@ import java.util.Set;
 /**
  * What a router knows after applying a stream of batches in sequence order: per topic and medium, the block
  * hashes held. A second store of a held block or a removal of an unknown one is an error, unless an
- * {@code AllBlocksCleared} came before (then removals of blocks it forgot are expected).
+ * {@code AllBlocksCleared} came before (then removals of blocks it forgot are expected, and so are stores of
+ * blocks re-announced from the catalog and then reported live again).
  */
 final class EventLedger {
 
@@ -34,7 +35,8 @@ final class EventLedger {
                     case "BlockStored" -> {
                         for (long h : e.hashes()) {
                             if (!topic.computeIfAbsent(e.medium(), m -> new HashSet<>())
-                                    .add(h)) {
+                                            .add(h)
+                                    && !cleared.contains(b.topic())) {
                                 errors.add("stored twice: " + Long.toHexString(h) + " " + e.medium());
                             }
                         }

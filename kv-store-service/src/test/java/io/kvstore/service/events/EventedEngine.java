@@ -27,8 +27,9 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class EventedEngine implements AutoCloseable {
 
-    static final Map<String, NamespaceTopics.Declared> DECLARED =
-            Map.of("a", new NamespaceTopics.Declared("model-a", 16));
+    static final Map<String, NamespaceTopics.Declared> DECLARED = Map.of(
+            "a", new NamespaceTopics.Declared("model-a", 16),
+            "lora", new NamespaceTopics.Declared("model-l", 16, "sql-lora", List.of("tenant-salt")));
 
     final SimpleMeterRegistry registry = new SimpleMeterRegistry();
     final KvEventPublisher publisher;
@@ -60,6 +61,7 @@ final class EventedEngine implements AutoCloseable {
                 new MemoryTier(TierId.DRAM, new HostMemoryProvider(), (long) dramBlocks * blockBytes, blockBytes));
         this.engine = new TierEngine(
                 tiers, settings, Duration.ofSeconds(30), new EngineEventsTee(counting, publisher), Clock.systemUTC());
+        publisher.resyncFrom(engine::blocks); // as EngineConfiguration wires it
     }
 
     static EventsProperties config(int queueSize, Duration interval, EventEncoding encoding, int hwm) {
@@ -102,6 +104,18 @@ final class EventedEngine implements AutoCloseable {
             }
             Thread.sleep(5);
         }
+    }
+
+    /** Waits until a re-announcement after {@code AllBlocksCleared}, if one is under way, has been sent. */
+    void awaitResynced(Duration timeout) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (publisher.resyncPending()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("re-announcement not finished within " + timeout);
+            }
+            Thread.sleep(5);
+        }
+        awaitPublished(timeout); // changes made while the catalog was read
     }
 
     long reported() {

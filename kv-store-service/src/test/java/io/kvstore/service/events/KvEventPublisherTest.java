@@ -186,6 +186,7 @@ class KvEventPublisherTest {
                 e.engine.delete(keys.get(i));
             }
             e.awaitPublished(WAIT);
+            e.awaitResynced(WAIT);
             sub.awaitSeq(e.publisher.lastSeq(), WAIT);
             assertThat(e.dropped()).as("changes beyond a queue of 16").isPositive();
             assertThat(e.registry.get("kvstore.events.cleared").counter().count())
@@ -196,9 +197,17 @@ class KvEventPublisherTest {
             EventLedger ledger = new EventLedger();
             ledger.apply(stream);
             assertThat(ledger.errors).isEmpty();
-            assertThat(EventLedger.inCatalog(e.engine, keys, "a", TierId.HBM))
-                    .as("after the clear the view holds only blocks that are there")
-                    .containsAll(ledger.held("kv@test@model-a", "GPU"));
+            assertThat(e.registry.get("kvstore.events.resynced").counter().count())
+                    .as("copies re-announced after the clear")
+                    .isPositive();
+            for (TierId tier : List.of(TierId.HBM, TierId.DRAM)) {
+                assertThat(ledger.held("kv@test@model-a", MEDIUM.get(tier)))
+                        .as("after the clear and the re-announcement the view equals the catalog in %s", tier)
+                        .isEqualTo(EventLedger.inCatalog(e.engine, keys, "a", tier));
+            }
+            assertThat(ledger.held("kv@test@model-a", "GPU"))
+                    .as("blocks held after the clear")
+                    .isNotEmpty();
         }
     }
 

@@ -70,6 +70,8 @@ class PythonSubscriberTest {
                 keys.add(e.store("a", i)); // past HBM's watermark: demotions to DRAM
             }
             e.store("undeclared", 0);
+            e.store("lora", 0); // declares a LoRA and an extra key: lora_name and extra_keys are set
+            e.store("lora", 1);
             e.engine.delete(keys.get(3));
             e.awaitPublished(WAIT);
 
@@ -129,6 +131,31 @@ class PythonSubscriberTest {
                 }
                 assertThat(published.stream().flatMap(b -> b.events().stream()).map(DecodedBatch.Event::medium))
                         .contains("GPU", "CPU");
+                List<JsonNode> loraStores = new ArrayList<>();
+                List<JsonNode> plainStores = new ArrayList<>();
+                for (JsonNode batch : decoded) {
+                    for (JsonNode ev : batch.get("events")) {
+                        if (ev.get("type").asString().equals("BlockStored")) {
+                            (batch.get("topic").asString().equals("kv@test@model-l") ? loraStores : plainStores)
+                                    .add(ev);
+                        }
+                    }
+                }
+                assertThat(loraStores).as("stores of the LoRA namespace").hasSize(2);
+                for (JsonNode ev : loraStores) {
+                    assertThat(ev.get("lora_name").asString()).isEqualTo("sql-lora");
+                    assertThat(ev.get("extra_keys").toString())
+                            .as("one entry per block: the LoRA name, then the declared keys")
+                            .isEqualTo("[[\"sql-lora\",\"tenant-salt\"]]");
+                }
+                assertThat(plainStores).isNotEmpty().allSatisfy(ev -> {
+                    assertThat(ev.get("lora_name").isNull())
+                            .as("lora_name without a LoRA")
+                            .isTrue();
+                    assertThat(ev.get("extra_keys").isNull())
+                            .as("extra_keys left out")
+                            .isTrue();
+                });
             } finally {
                 python.destroyForcibly();
             }
@@ -154,6 +181,8 @@ class PythonSubscriberTest {
             assertThat(p.get("block_size").asInt()).isEqualTo(ev.blockSize());
             assertThat(p.get("medium").isNull() ? null : p.get("medium").asString())
                     .isEqualTo(ev.medium());
+            assertThat(p.get("lora_name").isNull() ? null : p.get("lora_name").asString())
+                    .isEqualTo(ev.loraName());
         }
     }
 }
