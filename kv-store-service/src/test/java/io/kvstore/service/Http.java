@@ -45,14 +45,15 @@ final class Http {
         return send("GET", path, null, null, headers);
     }
 
-    HttpResponse<String> putBytes(String path, String contentType, byte[] body)
+    HttpResponse<String> putBytes(String path, String contentType, byte[] body, String... headers)
             throws IOException, InterruptedException {
-        return CLIENT.send(
-                HttpRequest.newBuilder(URI.create(base + path))
-                        .header("Content-Type", contentType)
-                        .PUT(HttpRequest.BodyPublishers.ofByteArray(body))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
+        var builder = HttpRequest.newBuilder(URI.create(base + path))
+                .header("Content-Type", contentType)
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(body));
+        if (headers.length > 0) {
+            builder.headers(headers);
+        }
+        return CLIENT.send(builder.build(), HttpResponse.BodyHandlers.ofString());
     }
 
     HttpResponse<byte[]> fetch(String namespace, String jsonBody) throws IOException, InterruptedException {

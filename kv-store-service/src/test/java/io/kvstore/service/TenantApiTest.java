@@ -6,12 +6,17 @@ import io.kvstore.block.BlockHash;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.ApplicationContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
 
@@ -41,7 +46,10 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.tokens[1].one-sided=true",
             "kvstore.tokens[2].tenant=alpha",
             "kvstore.tokens[2].token=alpha-reader-0123456789",
-            "kvstore.tokens[2].read=a-*"
+            "kvstore.tokens[2].read=a-*",
+            "kvstore.tokens[3].tenant=ops",
+            "kvstore.tokens[3].token=ops-admin-token-0123456789",
+            "kvstore.tokens[3].admin=true"
         })
 class TenantApiTest {
 
@@ -51,7 +59,10 @@ class TenantApiTest {
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
     static final String[] ALPHA_READER = {"Authorization", "Bearer alpha-reader-0123456789"};
     static final String[] WRONG = {"Authorization", "Bearer not-a-token-at-all"};
+    /** {@code kvstore.admin-token}, kept working as a token with the admin role only. */
     static final String[] ADMIN = {"Authorization", "Bearer secret"};
+    /** A {@code kvstore.tokens} entry with {@code admin: true}. */
+    static final String[] OPS = {"Authorization", "Bearer ops-admin-token-0123456789"};
 
     @DynamicPropertySource
     static void dataDir(DynamicPropertyRegistry registry) {
@@ -60,6 +71,23 @@ class TenantApiTest {
 
     @LocalServerPort
     int port;
+
+    @Autowired
+    ApplicationContext context;
+
+    /** Every admin endpoint, as method, path, content type and body. */
+    private static final List<String[]> ADMIN_ENDPOINTS = List.of(
+            new String[] {"GET", "/admin/tiers", null, null},
+            new String[] {"GET", "/admin/eviction-policy", null, null},
+            new String[] {"PUT", "/admin/eviction-policy", "application/json", "{}"},
+            new String[] {"POST", "/admin/evict", "application/json", "{\"tier\":\"DRAM\",\"blocks\":1}"},
+            new String[] {"POST", "/admin/pin", "application/json", "{}"},
+            new String[] {"POST", "/admin/unpin", "application/json", "{}"},
+            new String[] {"GET", "/admin/backends", null, null},
+            new String[] {"GET", "/admin/tokens", null, null},
+            new String[] {"POST", "/admin/tokens", "application/json", "{\"tenant\":\"x\",\"read\":[\"x\"]}"},
+            new String[] {"DELETE", "/admin/tokens/tok-000000000000", null, null},
+            new String[] {"GET", "/admin/tenants", null, null});
 
     /** Every engine endpoint, as method, path, content type and body, for namespace {@code ns}. */
     private static List<String[]> endpoints(String ns, String hash) {
@@ -95,7 +123,8 @@ class TenantApiTest {
                     "application/json",
                     "{\"reservationId\":\"x\"}"
                 },
-                new String[] {"POST", "/v1/local/namespaces/" + ns + "/blocks:lease", "application/json", block});
+                new String[] {"POST", "/v1/local/namespaces/" + ns + "/blocks:lease", "application/json", block},
+                new String[] {"GET", "/v1/namespaces/" + ns + "/blocks", null, null});
     }
 
     private static final List<String[]> UNSCOPED = List.of(
@@ -124,14 +153,7 @@ class TenantApiTest {
                 .isEqualTo(201);
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(2, 5));
         var body = Http.frames(hashes, TestLayout.blocks(2, 5), null);
-        var put = Http.CLIENT.send(
-                java.net.http.HttpRequest.newBuilder(
-                                java.net.URI.create("http://127.0.0.1:" + port + "/v1/namespaces/" + ns + "/blocks"))
-                        .header("Content-Type", "application/octet-stream")
-                        .header(ALPHA[0], ALPHA[1])
-                        .PUT(java.net.http.HttpRequest.BodyPublishers.ofByteArray(body))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
+        var put = http.putBytes("/v1/namespaces/" + ns + "/blocks", "application/octet-stream", body, ALPHA);
         assertThat(put.statusCode()).as(put.body()).isEqualTo(200);
         return hashes;
     }
@@ -141,12 +163,58 @@ class TenantApiTest {
         String hash = TestLayout.hashes(TestLayout.tokens(1, 1)).getFirst().hex();
         var all = new java.util.ArrayList<>(endpoints("a-open", hash));
         all.addAll(UNSCOPED);
+        all.addAll(ADMIN_ENDPOINTS);
+        // and whatever else is registered, so an endpoint added later cannot be missed here
+        all.addAll(RegisteredEndpoints.of(context, Map.of("ns", "a-open", "hash", hash, "id", "some-id")));
         for (String[] e : all) {
             var none = call(e);
             assertProblem(none, 401, e);
             assertThat(none.headers().firstValue("WWW-Authenticate")).isPresent();
             assertProblem(call(e, WRONG), 403, e);
         }
+    }
+
+    @Test
+    void theListsHereNameEveryRegisteredEndpoint() {
+        String hash = TestLayout.hashes(TestLayout.tokens(1, 1)).getFirst().hex();
+        Set<String> listed = new HashSet<>();
+        for (var list : List.of(endpoints("a-open", hash), UNSCOPED, ADMIN_ENDPOINTS)) {
+            list.forEach(e -> listed.add(e[0] + " " + e[1].replaceAll("/tok-[0-9a-f]+$", "/some-id")));
+        }
+        Set<String> registered = new HashSet<>();
+        for (String[] e : RegisteredEndpoints.of(context, Map.of("ns", "a-open", "hash", hash, "id", "some-id"))) {
+            registered.add(e[0] + " " + e[1]);
+        }
+        // a namespace endpoint missing from endpoints() would escape the cross-tenant test below
+        assertThat(listed).containsAll(registered);
+    }
+
+    @Test
+    void theAdminApiNeedsATokenWithTheAdminRole() throws Exception {
+        for (String[] e : ADMIN_ENDPOINTS) {
+            var none = call(e);
+            assertProblem(none, 401, e);
+            assertThat(none.headers().firstValue("WWW-Authenticate")).isPresent();
+            assertProblem(call(e, WRONG), 403, e);
+            var alpha = call(e, ALPHA);
+            assertProblem(alpha, 403, e);
+            assertThat(alpha.body()).contains("does not have the admin role");
+        }
+        // kvstore.tokens[n].admin and the older kvstore.admin-token both work
+        assertThat(call(ADMIN_ENDPOINTS.getFirst(), OPS).statusCode()).isEqualTo(200);
+        assertThat(call(ADMIN_ENDPOINTS.getFirst(), ADMIN).statusCode()).isEqualTo(200);
+        // an admin token issued at run time works at once; a plain one issued beside it does not
+        var http = new Http(port);
+        var issued = http.json("POST", "/admin/tokens", "{\"tenant\":\"ops2\",\"admin\":true}", OPS);
+        assertThat(issued.statusCode()).as(issued.body()).isEqualTo(201);
+        String[] ops2 = {"Authorization", "Bearer " + field(issued.body(), "token")};
+        assertThat(http.get("/admin/tenants", ops2).statusCode()).isEqualTo(200);
+        var plain = http.json("POST", "/admin/tokens", "{\"tenant\":\"user\",\"read\":[\"u-*\"]}", ops2);
+        String[] user = {"Authorization", "Bearer " + field(plain.body(), "token")};
+        assertThat(http.get("/admin/tiers", user).statusCode()).isEqualTo(403);
+        // the admin role grants no namespace: an admin-only token reads nothing on the engine API
+        assertThat(http.get("/v1/namespaces/a-open", OPS).statusCode()).isEqualTo(403);
+        assertThat(http.get("/admin/tokens", OPS).body()).contains("\"id\":\"admin-token\"", "\"admin\":true");
     }
 
     @Test

@@ -19,6 +19,7 @@ import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
 import java.io.IOException;
@@ -49,10 +50,20 @@ public class BlockService {
 
     private final long maxRequestBytes;
     private final KvStoreProperties.Limits limits;
+    private final TenantUsage usage;
+    private final TierId landing;
 
     public BlockService(
-            TierEngine engine, NamespaceRegistry namespaces, EngineMetrics metrics, KvStoreProperties properties) {
+            TierEngine engine,
+            NamespaceRegistry namespaces,
+            EngineMetrics metrics,
+            KvStoreProperties properties,
+            TenantUsage usage) {
         this.engine = engine;
+        this.usage = usage;
+        this.landing = engine.tierIds().stream()
+                .min(java.util.Comparator.naturalOrder())
+                .orElseThrow();
         this.namespaces = namespaces;
         this.metrics = metrics;
         this.maxRequestBytes = properties.maxRequestSize().toBytes();
@@ -182,14 +193,13 @@ public class BlockService {
                 reader.stage(block);
                 long start = System.nanoTime();
                 TierId tier;
-                try {
+                BlockKey key = new BlockKey(namespace, header.hash());
+                // the tenant's quota in the tier the block lands in (a block already held adds nothing)
+                try (var charge = engine.info(key) != null
+                        ? TenantUsage.Charge.NONE
+                        : usage.charge(namespace, landing, spec.blockBytes())) {
                     // the body is read straight into a free tier slot, then checksummed there
-                    tier = engine.putInPlace(
-                            new BlockKey(namespace, header.hash()),
-                            header.parent(),
-                            spec.blockBytes(),
-                            reader::readBlock,
-                            block);
+                    tier = engine.putInPlace(key, header.parent(), spec.blockBytes(), reader::readBlock, block);
                 } catch (BlockConflictException differentBytes) {
                     throw new ConflictException("frame " + reader.frame() + ": " + differentBytes.getMessage());
                 }
@@ -347,6 +357,7 @@ public class BlockService {
                     + " pinned or leased blocks remain; unpin or release them and delete again");
         }
         namespaces.remove(namespace);
+        usage.forget(namespace);
         engine.setWriteThrough(namespace, false);
         return deleted;
     }

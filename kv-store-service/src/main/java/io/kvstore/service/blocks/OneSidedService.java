@@ -17,6 +17,7 @@ import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.quota.ReservationLedger;
+import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import java.io.IOException;
@@ -44,6 +45,7 @@ public class OneSidedService {
     private final EngineMetrics metrics;
     private final TenantGuard guard;
     private final ReservationLedger ledger;
+    private final TenantUsage usage;
     private final Duration maxHold;
     private final Duration defaultHold;
     private final int maxBlocks;
@@ -55,7 +57,9 @@ public class OneSidedService {
             EngineMetrics metrics,
             TenantGuard guard,
             ReservationLedger ledger,
+            TenantUsage usage,
             KvStoreProperties properties) {
+        this.usage = usage;
         this.engine = engine;
         this.namespaces = namespaces;
         this.blocks = blocks;
@@ -101,11 +105,11 @@ public class OneSidedService {
             }
             wanted.add(new InPlaceBlock(new BlockKey(ns, hash), parent, spec.blockBytes()));
         }
-        String admitted = ledger.admit(
-                caller.tenant(),
-                ns,
-                (long) wanted.size() * spec.blockBytes(),
-                Instant.now().plus(timeout));
+        long asked = (long) wanted.size() * spec.blockBytes();
+        // the tenant's quota in the tier the slots are in, counting its open reservations (507), then
+        // its reserved quota (429)
+        usage.require(ns, tier, asked, ledger.reservedBy(caller.tenant()));
+        String admitted = ledger.admit(caller.tenant(), ns, asked, Instant.now().plus(timeout));
         Reservation r;
         try {
             r = engine.reserve(wanted, tier, timeout);

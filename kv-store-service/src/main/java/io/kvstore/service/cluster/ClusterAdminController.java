@@ -1,6 +1,7 @@
 package io.kvstore.service.cluster;
 
 import io.kvstore.service.admin.AdminController;
+import io.kvstore.service.security.Caller;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -9,12 +10,13 @@ import org.springframework.http.MediaType;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
+import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * Cluster-wide admin calls (behind the admin token like all of {@code /admin}): an eviction policy set on
+ * Cluster-wide admin calls (admin role, like all of {@code /admin}): an eviction policy set on
  * any node is applied there, written to etcd and applied by every other node; {@code GET /admin/cluster}
  * shows the members, their tiers and the placement epoch.
  */
@@ -57,23 +59,25 @@ public class ClusterAdminController {
      * would pin a block twice. Validated here first; a node that cannot be reached is skipped (logged).
      */
     @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
-    public AdminController.Pinned pin(@RequestBody AdminController.PinRequest request) {
-        return new AdminController.Pinned(onEveryNode(request, true));
+    public AdminController.Pinned pin(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request) {
+        return new AdminController.Pinned(onEveryNode(caller, request, true));
     }
 
     /** Unpins the named blocks on every live node, as {@link #pin}. */
     @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
-    public AdminController.Unpinned unpin(@RequestBody AdminController.PinRequest request) {
-        return new AdminController.Unpinned(onEveryNode(request, false));
+    public AdminController.Unpinned unpin(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request) {
+        return new AdminController.Unpinned(onEveryNode(caller, request, false));
     }
 
-    private int onEveryNode(AdminController.PinRequest request, boolean pin) {
+    private int onEveryNode(Caller caller, AdminController.PinRequest request, boolean pin) {
         LocalPeer local = (LocalPeer) peers.of(peers.self());
-        int total = local.pin(request, pin);
+        int total = local.pin(caller, request, pin);
         for (Member m : membership.current().members()) {
             if (!m.equals(peers.self())) {
                 try {
-                    total += peers.of(m).pin(request, pin);
+                    total += peers.of(m).pin(caller, request, pin);
                 } catch (java.io.IOException e) {
                     log.warn("cluster: {} not applied on {}: {}", pin ? "pin" : "unpin", m.name(), e.getMessage());
                 }
@@ -95,14 +99,14 @@ public class ClusterAdminController {
             Map<String, AdminController.PolicyView> evictionPolicy) {}
 
     @GetMapping("/cluster")
-    public ClusterView cluster() {
+    public ClusterView cluster(@RequestAttribute(Caller.ATTRIBUTE) Caller caller) {
         MemberSet set = membership.current();
         List<MemberView> members = new ArrayList<>();
         for (Member m : set.members()) {
             boolean self = m.equals(peers.self());
             try {
                 members.add(new MemberView(
-                        m.name(), m.address(), self, peers.of(m).tiers().tiers(), null));
+                        m.name(), m.address(), self, peers.of(m).tiers(caller).tiers(), null));
             } catch (Exception e) {
                 members.add(new MemberView(m.name(), m.address(), self, null, e.getMessage()));
             }

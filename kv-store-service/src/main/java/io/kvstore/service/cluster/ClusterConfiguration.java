@@ -6,10 +6,12 @@ import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.security.PeerCredentials;
 import io.kvstore.service.transport.TransportService;
 import java.time.Clock;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -64,13 +66,21 @@ public class ClusterConfiguration {
             AdminController admin,
             JsonMapper json,
             ClusterProperties properties,
-            KvStoreProperties kvstore) {
+            KvStoreProperties kvstore,
+            PeerCredentials credentials) {
+        if (!credentials.configured()) {
+            LoggerFactory.getLogger(ClusterConfiguration.class)
+                    .warn("cluster: kvstore.cluster.secret is unset, so peers cannot vouch for callers: calls between "
+                            + "nodes carry kvstore.cluster.peer-token and kvstore.admin-token, whose rules apply "
+                            + "instead of the caller's; set the same secret on every node");
+        }
         return new Peers(
                 new LocalPeer(self, engine, blocks, namespaces, transport, admin),
                 json,
                 properties.peerTimeout(),
                 properties.peerToken(),
-                kvstore.adminToken());
+                kvstore.adminToken(),
+                credentials);
     }
 
     @Bean(destroyMethod = "close")

@@ -93,7 +93,7 @@ public class ClusterEngineController {
         for (Member m : membership.current().members()) {
             if (!m.equals(peers.self())) {
                 try {
-                    peers.of(m).declare(ns, declaration);
+                    peers.of(m).declare(caller, ns, declaration);
                 } catch (PeerException e) {
                     // it applies the declaration from the cluster settings when its watch or resync sees it
                     log.warn("cluster: namespace '{}' not declared on {} now: {}", ns, m.name(), e.getMessage());
@@ -126,7 +126,7 @@ public class ClusterEngineController {
         } else {
             throw new InvalidRequestException("tokenIds", "one of tokenIds or blockHashes is required");
         }
-        return router.lookup(request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
+        return router.lookup(caller, request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
     }
 
     @PutMapping(
@@ -140,7 +140,7 @@ public class ClusterEngineController {
             throws IOException {
         guard.requireWrite(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
-        return router.store(ns, spec, request.getInputStream(), request.getContentLengthLong());
+        return router.store(caller, ns, spec, request.getInputStream(), request.getContentLengthLong());
     }
 
     @PostMapping(
@@ -155,7 +155,7 @@ public class ClusterEngineController {
             throws IOException {
         guard.requireRead(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
-        var gathered = router.fetch(ns, spec, blocks.parseHashes(spec, request.blockHashes(), "blockHashes"));
+        var gathered = router.fetch(caller, ns, spec, blocks.parseHashes(spec, request.blockHashes(), "blockHashes"));
         response.setStatus(HttpServletResponse.SC_OK);
         response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
         response.setContentLengthLong(gathered.contentLength());
@@ -172,7 +172,7 @@ public class ClusterEngineController {
         guard.requireRead(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
         List<BlockHash> hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
-        return peers.of(peers.self()).probe(ns, hashes, Boolean.TRUE.equals(request.lease()));
+        return peers.of(peers.self()).probe(caller, ns, hashes, Boolean.TRUE.equals(request.lease()));
     }
 
     /** A peer that refused or could not be reached: its status (502/503 for its own failures) as problem JSON. */

@@ -28,7 +28,11 @@ import org.springframework.validation.annotation.Validated;
  * @param runBlocks mean length, in blocks, of the runs a prompt is placed in (one owner per run)
  * @param handoffGrace how long after a membership change a lookup also asks each block's previous owner
  * @param peerTimeout how long a node waits for a peer's answer before counting its blocks as missing
- * @param peerToken bearer token sent on node-to-node calls, when the engine API asks for one
+ * @param peerToken bearer token sent on node-to-node calls when {@code secret} is unset (older
+ *     configurations; the peer then applies this token's rules, not the caller's)
+ * @param secret shared by every node (at least 16 characters): nodes sign the caller they forward with it,
+ *     and a peer enforces that caller's tenant rules ({@code PeerCredentials}); read by the security
+ *     configuration as {@code kvstore.cluster.secret}
  */
 @Validated
 @ConfigurationProperties("kvstore.cluster")
@@ -44,7 +48,8 @@ public record ClusterProperties(
         @Min(1) @Max(4096) @DefaultValue("16") int runBlocks,
         @NotNull @DefaultValue("5m") Duration handoffGrace,
         @NotNull @DefaultValue("5s") Duration peerTimeout,
-        String peerToken) {
+        String peerToken,
+        String secret) {
 
     @AssertTrue(message = "kvstore.cluster.enabled needs endpoints, node-name and advertised-address")
     public boolean isComplete() {
@@ -55,6 +60,11 @@ public record ClusterProperties(
                         && !nodeName.isBlank()
                         && advertisedAddress != null
                         && !advertisedAddress.isBlank());
+    }
+
+    @AssertTrue(message = "kvstore.cluster.secret must have at least 16 characters")
+    public boolean isSecretLongEnough() {
+        return secret == null || secret.isEmpty() || secret.length() >= 16;
     }
 
     @AssertTrue(message = "kvstore.cluster.ttl must be between 2 s and 1 h (etcd leases count whole seconds)")

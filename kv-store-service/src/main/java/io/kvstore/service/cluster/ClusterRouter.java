@@ -6,6 +6,7 @@ import io.kvstore.service.blocks.BlockFrames;
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.security.Caller;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -66,7 +67,8 @@ public final class ClusterRouter {
      * Asks, in parallel and once each, every node in {@code askees.get(i)} about block i; a block's holder is
      * the first of its askees that has it. Unreachable nodes count as holding nothing.
      */
-    private Located locate(String namespace, List<BlockHash> hashes, List<List<Member>> askees, boolean lease) {
+    private Located locate(
+            Caller caller, String namespace, List<BlockHash> hashes, List<List<Member>> askees, boolean lease) {
         Map<Member, List<Integer>> asked = new LinkedHashMap<>();
         for (int i = 0; i < hashes.size(); i++) {
             for (Member m : askees.get(i)) {
@@ -77,7 +79,7 @@ public final class ClusterRouter {
         for (var e : asked.entrySet()) {
             List<BlockHash> theirs = e.getValue().stream().map(hashes::get).toList();
             Peer peer = peers.of(e.getKey());
-            calls.put(e.getKey(), pool.submit(() -> peer.probe(namespace, theirs, lease)));
+            calls.put(e.getKey(), pool.submit(() -> peer.probe(caller, namespace, theirs, lease)));
         }
         Map<Member, Peer.Probe> probes = new LinkedHashMap<>();
         Map<Member, Map<Integer, String>> tierAt = new HashMap<>();
@@ -156,8 +158,9 @@ public final class ClusterRouter {
     // ---- lookup ----------------------------------------------------------------------------------
 
     /** The longest prefix of {@code hashes} (a prompt from its first block) held anywhere in the cluster. */
-    public ClusterLookupResponse lookup(String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
-        Located located = locate(namespace, hashes, owners(namespace, hashes), lease);
+    public ClusterLookupResponse lookup(
+            Caller caller, String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
+        Located located = locate(caller, namespace, hashes, owners(namespace, hashes), lease);
         int matched = 0;
         while (matched < hashes.size() && located.holders()[matched] != null) {
             matched++;
@@ -182,7 +185,7 @@ public final class ClusterRouter {
                 } else {
                     // a lease on blocks past the prefix (or held twice) would only pin memory until it expires
                     Peer peer = peers.of(e.getKey());
-                    pool.submit(() -> peer.release(view.id()));
+                    pool.submit(() -> peer.release(caller, view.id()));
                 }
             }
         }
@@ -205,7 +208,8 @@ public final class ClusterRouter {
      * per node, in parallel. A batch that starts inside a prompt (its first frame has a parent and begins no
      * run) continues the run of that parent: its leading blocks go to the node holding the parent.
      */
-    public EngineResponses.Stored store(String namespace, NamespaceSpec spec, InputStream body, long contentLength)
+    public EngineResponses.Stored store(
+            Caller caller, String namespace, NamespaceSpec spec, InputStream body, long contentLength)
             throws IOException {
         if (contentLength > maxRequestBytes) {
             throw new PayloadTooLargeException(
@@ -230,7 +234,7 @@ public final class ClusterRouter {
             if (h.parent() == null || Placement.startsRun(h.hash(), properties.runBlocks())) {
                 targets = Placement.owners(namespace, h.hash(), members, replicas);
             } else if (!chained) {
-                targets = holderOf(namespace, h.parent(), h.hash(), members, replicas);
+                targets = holderOf(caller, namespace, h.parent(), h.hash(), members, replicas);
             }
             for (Member m : targets) {
                 byNode.computeIfAbsent(m, k -> new ArrayList<>()).add(frames.get(i));
@@ -240,7 +244,7 @@ public final class ClusterRouter {
         for (var e : byNode.entrySet()) {
             byte[] batch = framed(e.getValue());
             Peer peer = peers.of(e.getKey());
-            calls.put(e.getKey(), pool.submit(() -> peer.store(namespace, batch)));
+            calls.put(e.getKey(), pool.submit(() -> peer.store(caller, namespace, batch)));
         }
         Map<String, Integer> tiers = new LinkedHashMap<>();
         IOException failed = null;
@@ -263,8 +267,8 @@ public final class ClusterRouter {
 
     /** The node already holding {@code parent}, whose run the batch continues, or else the child's own owners. */
     private List<Member> holderOf(
-            String namespace, BlockHash parent, BlockHash child, List<Member> members, int replicas) {
-        Located located = locate(namespace, List.of(parent), List.of(askEveryone(members)), false);
+            Caller caller, String namespace, BlockHash parent, BlockHash child, List<Member> members, int replicas) {
+        Located located = locate(caller, namespace, List.of(parent), List.of(askEveryone(members)), false);
         Member holder = located.holders()[0];
         return holder != null ? List.of(holder) : Placement.owners(namespace, child, members, replicas);
     }
@@ -318,7 +322,8 @@ public final class ClusterRouter {
      * the first block no live node holds. The leading blocks, before the first run boundary in the list,
      * may continue a run that began earlier, so every live node is asked about those.
      */
-    public Gathered fetch(String namespace, NamespaceSpec spec, List<BlockHash> hashes) throws IOException {
+    public Gathered fetch(Caller caller, String namespace, NamespaceSpec spec, List<BlockHash> hashes)
+            throws IOException {
         List<List<Member>> askees = owners(namespace, hashes);
         List<Member> everyone = askEveryone(membership.current().members());
         for (int i = 0; i < hashes.size(); i++) {
@@ -329,7 +334,7 @@ public final class ClusterRouter {
             all.addAll(everyone);
             askees.set(i, List.copyOf(all));
         }
-        Located located = locate(namespace, hashes, askees, false);
+        Located located = locate(caller, namespace, hashes, askees, false);
         Map<Member, List<Integer>> byNode = new LinkedHashMap<>();
         for (int i = 0; i < hashes.size(); i++) {
             Member holder = located.holders()[i];
@@ -343,7 +348,7 @@ public final class ClusterRouter {
         for (var e : byNode.entrySet()) {
             List<BlockHash> theirs = e.getValue().stream().map(hashes::get).toList();
             Peer peer = peers.of(e.getKey());
-            calls.put(e.getKey(), pool.submit((Callable<byte[]>) () -> peer.fetch(namespace, theirs)));
+            calls.put(e.getKey(), pool.submit((Callable<byte[]>) () -> peer.fetch(caller, namespace, theirs)));
         }
         BlockFrames.Header[] headers = new BlockFrames.Header[hashes.size()];
         byte[][] blocks = new byte[hashes.size()][];

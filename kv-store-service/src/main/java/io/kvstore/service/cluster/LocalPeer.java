@@ -13,6 +13,7 @@ import io.kvstore.service.api.LookupResponse;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.security.Caller;
 import io.kvstore.service.transport.TransportService;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
@@ -24,7 +25,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** This node as a peer of itself: the same calls as {@link RemotePeer}, made in process. */
+/**
+ * This node as a peer of itself: the same calls as {@link RemotePeer}, made in process (the caller was
+ * checked where the request came in).
+ */
 public final class LocalPeer implements Peer {
 
     private final Member member;
@@ -55,7 +59,7 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public Probe probe(String namespace, List<BlockHash> hashes, boolean lease) {
+    public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) {
         namespaces.require(namespace);
         int n = hashes.size();
         List<String> tiers = new ArrayList<>(n);
@@ -113,7 +117,7 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public EngineResponses.Stored store(String namespace, byte[] frames) throws IOException {
+    public EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException {
         var stored = blocks.store(namespace, new ByteArrayInputStream(frames), frames.length);
         Map<String, Integer> tiers = new LinkedHashMap<>();
         stored.tiers().forEach((tier, count) -> tiers.put(tier.name(), count));
@@ -121,7 +125,7 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException {
+    public byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException {
         try (var fetch =
                 blocks.fetch(namespace, hashes.stream().map(BlockHash::hex).toList())) {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -131,22 +135,22 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public void declare(String namespace, NamespaceDeclaration declaration) {
+    public void declare(Caller caller, String namespace, NamespaceDeclaration declaration) {
         blocks.declare(namespace, declaration.toSpec(), declaration.tenant());
     }
 
     @Override
-    public boolean release(String leaseId) {
+    public boolean release(Caller caller, String leaseId) {
         return engine.release(leaseId);
     }
 
     @Override
-    public int pin(AdminController.PinRequest request, boolean pin) {
+    public int pin(Caller caller, AdminController.PinRequest request, boolean pin) {
         return pin ? admin.pin(request).pinnedBlocks() : admin.unpin(request).unpinnedBlocks();
     }
 
     @Override
-    public AdminController.Tiers tiers() {
+    public AdminController.Tiers tiers(Caller caller) {
         return admin.tiers();
     }
 }

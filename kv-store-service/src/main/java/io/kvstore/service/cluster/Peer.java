@@ -5,12 +5,15 @@ import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.api.LookupResponse;
 import io.kvstore.service.namespace.NamespaceDeclaration;
+import io.kvstore.service.security.Caller;
 import java.io.IOException;
 import java.util.List;
 
 /**
  * One member as the node answering a request sees it: itself (called in process) or another node (called
- * over its engine API with the {@value #FORWARDED} header, so it answers from its own tiers).
+ * over its engine API with the {@value #FORWARDED} header, so it answers from its own tiers). Every call
+ * names the caller the first node authenticated: another node enforces that caller's tenant rules again
+ * (it receives it signed with the cluster secret, {@code PeerCredentials}); this node checked it already.
  */
 public sealed interface Peer permits LocalPeer, RemotePeer {
 
@@ -23,25 +26,25 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
      * Which of {@code hashes} this node holds, each with its fastest tier (null when not held), the held
      * ones leased when asked.
      */
-    Probe probe(String namespace, List<BlockHash> hashes, boolean lease) throws IOException;
+    Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException;
 
     /** Stores a framed batch ({@code BlockFrames}) on this node. */
-    EngineResponses.Stored store(String namespace, byte[] frames) throws IOException;
+    EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException;
 
     /** The named blocks as a framed batch, in the order asked; fails when one is not held. */
-    byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException;
+    byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException;
 
     /** Declares a namespace on this node. */
-    void declare(String namespace, NamespaceDeclaration declaration) throws IOException;
+    void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException;
 
     /** Releases a lease this node granted; false when it was unknown. */
-    boolean release(String leaseId) throws IOException;
+    boolean release(Caller caller, String leaseId) throws IOException;
 
     /** Pins ({@code pin} true) or unpins the named blocks this node holds; how many it pinned or unpinned. */
-    int pin(AdminController.PinRequest request, boolean pin) throws IOException;
+    int pin(Caller caller, AdminController.PinRequest request, boolean pin) throws IOException;
 
     /** This node's tiers as {@code GET /admin/tiers} shows them. */
-    AdminController.Tiers tiers() throws IOException;
+    AdminController.Tiers tiers(Caller caller) throws IOException;
 
     /**
      * {@code POST /v1/namespaces/{ns}/blocks:probe}'s answer: per block asked, its fastest tier or null, and

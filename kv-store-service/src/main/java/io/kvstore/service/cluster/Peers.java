@@ -1,5 +1,6 @@
 package io.kvstore.service.cluster;
 
+import io.kvstore.service.security.PeerCredentials;
 import java.net.http.HttpClient;
 import java.time.Duration;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,10 +16,18 @@ public final class Peers {
     private final Duration timeout;
     private final String token;
     private final String adminToken;
+    private final PeerCredentials credentials;
     private final ConcurrentMap<Member, RemotePeer> remote = new ConcurrentHashMap<>();
 
-    public Peers(LocalPeer self, JsonMapper json, Duration timeout, String token, String adminToken) {
+    public Peers(
+            LocalPeer self,
+            JsonMapper json,
+            Duration timeout,
+            String token,
+            String adminToken,
+            PeerCredentials credentials) {
         this.self = self;
+        this.credentials = credentials;
         this.adminToken = adminToken;
         this.json = json;
         this.timeout = timeout;
@@ -34,7 +43,7 @@ public final class Peers {
             return self;
         }
         return remote.computeIfAbsent(
-                member, m -> new RemotePeer(m, self.member(), http, json, timeout, token, adminToken));
+                member, m -> new RemotePeer(m, self.member(), http, json, timeout, token, adminToken, credentials));
     }
 
     public Member self() {

@@ -5,6 +5,8 @@ import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.api.FetchRequest;
 import io.kvstore.service.namespace.NamespaceDeclaration;
+import io.kvstore.service.security.Caller;
+import io.kvstore.service.security.PeerCredentials;
 import java.io.IOException;
 import java.net.URI;
 import java.net.URLEncoder;
@@ -19,7 +21,10 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Another node, called over its engine API (the same endpoints engines use) with the {@value
- * Peer#FORWARDED} header and, when configured, the node's bearer token.
+ * Peer#FORWARDED} header. With {@code kvstore.cluster.secret} set, each call carries the caller the first
+ * node authenticated, signed ({@link PeerCredentials}), and the peer enforces that caller's tenant rules;
+ * without it (older configurations) calls carry {@code kvstore.cluster.peer-token} and admin calls
+ * {@code kvstore.admin-token}, and the peer applies that token's rules instead.
  */
 public final class RemotePeer implements Peer {
 
@@ -30,6 +35,7 @@ public final class RemotePeer implements Peer {
     private final Duration timeout;
     private final String token;
     private final String adminToken;
+    private final PeerCredentials credentials;
 
     RemotePeer(
             Member member,
@@ -38,8 +44,10 @@ public final class RemotePeer implements Peer {
             JsonMapper json,
             Duration timeout,
             String token,
-            String adminToken) {
+            String adminToken,
+            PeerCredentials credentials) {
         this.adminToken = adminToken;
+        this.credentials = credentials;
         this.member = member;
         this.self = self;
         this.http = http;
@@ -54,43 +62,43 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
-    public Probe probe(String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
+    public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
         byte[] body = json.writeValueAsBytes(
                 new ProbeRequest(hashes.stream().map(BlockHash::hex).toList(), lease));
-        byte[] answer = send(request("/v1/namespaces/" + encode(namespace) + "/blocks:probe")
+        byte[] answer = send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:probe")
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)));
         return json.readValue(answer, Probe.class);
     }
 
     @Override
-    public EngineResponses.Stored store(String namespace, byte[] frames) throws IOException {
-        byte[] answer = send(request("/v1/namespaces/" + encode(namespace) + "/blocks")
+    public EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException {
+        byte[] answer = send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks")
                 .header("Content-Type", "application/octet-stream")
                 .PUT(HttpRequest.BodyPublishers.ofByteArray(frames)));
         return json.readValue(answer, EngineResponses.Stored.class);
     }
 
     @Override
-    public byte[] fetch(String namespace, List<BlockHash> hashes) throws IOException {
+    public byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException {
         byte[] body = json.writeValueAsBytes(
                 new FetchRequest(hashes.stream().map(BlockHash::hex).toList()));
-        return send(request("/v1/namespaces/" + encode(namespace) + "/blocks:fetch")
+        return send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:fetch")
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body)));
     }
 
     @Override
-    public void declare(String namespace, NamespaceDeclaration declaration) throws IOException {
-        send(request("/v1/namespaces/" + encode(namespace))
+    public void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException {
+        send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace))
                 .header("Content-Type", "application/json")
                 .PUT(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(declaration))));
     }
 
     @Override
-    public boolean release(String leaseId) throws IOException {
+    public boolean release(Caller caller, String leaseId) throws IOException {
         try {
-            send(request("/v1/leases/" + encode(leaseId)).DELETE());
+            send(request(caller, "DELETE", "/v1/leases/" + encode(leaseId)).DELETE());
             return true;
         } catch (PeerException e) {
             if (e.status() == 404) {
@@ -101,8 +109,8 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
-    public int pin(AdminController.PinRequest request, boolean pin) throws IOException {
-        byte[] answer = send(admin(pin ? "/admin/pin" : "/admin/unpin")
+    public int pin(Caller caller, AdminController.PinRequest request, boolean pin) throws IOException {
+        byte[] answer = send(admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin")
                 .header("Content-Type", "application/json")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(request))));
         JsonNode counts = json.readTree(answer);
@@ -110,27 +118,28 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
-    public AdminController.Tiers tiers() throws IOException {
-        return json.readValue(send(admin("/admin/tiers").GET()), AdminController.Tiers.class);
+    public AdminController.Tiers tiers(Caller caller) throws IOException {
+        return json.readValue(send(admin(caller, "GET", "/admin/tiers").GET()), AdminController.Tiers.class);
     }
 
-    /** A call to the peer's admin API, with this cluster's admin token (every node has the same). */
-    private HttpRequest.Builder admin(String path) {
-        var request = HttpRequest.newBuilder(URI.create(member.address() + path))
-                .timeout(timeout)
-                .header(FORWARDED, self.name());
-        if (adminToken != null && !adminToken.isBlank()) {
-            request.header("Authorization", "Bearer " + adminToken);
-        }
-        return request;
+    /** A call to the peer's admin API: the signed caller, or else this cluster's admin token. */
+    private HttpRequest.Builder admin(Caller caller, String method, String path) {
+        return request(caller, method, path, adminToken);
     }
 
-    private HttpRequest.Builder request(String path) {
+    /** A call to the peer's engine API: the signed caller, or else the peer token. */
+    private HttpRequest.Builder request(Caller caller, String method, String path) {
+        return request(caller, method, path, token);
+    }
+
+    private HttpRequest.Builder request(Caller caller, String method, String path, String bearer) {
         var builder = HttpRequest.newBuilder(URI.create(member.address() + path))
                 .timeout(timeout)
                 .header(FORWARDED, self.name());
-        if (token != null && !token.isBlank()) {
-            builder.header("Authorization", "Bearer " + token);
+        if (credentials.configured()) {
+            credentials.sign(method, path, caller).forEach(builder::header);
+        } else if (bearer != null && !bearer.isBlank()) {
+            builder.header("Authorization", "Bearer " + bearer);
         }
         return builder;
     }

@@ -22,7 +22,8 @@ import org.springframework.validation.annotation.Validated;
  * name rather than failing a request later. The reference of every property is {@code configs/README.md}.
  *
  * @param dataDir where the NVMe tier's files, its index and the namespace declarations live
- * @param adminToken the bearer token of the admin API; when unset the admin API refuses every call
+ * @param adminToken a bearer token with the admin role only (tenant {@code admin}, no namespaces): kept for
+ *     configurations written before admin became a role of {@code kvstore.tokens}; unset is fine
  * @param leaseTimeout how long a lease or an uncommitted reservation holds its blocks
  * @param maxRequestSize the largest request body accepted (a store batch); larger bodies get 413
  * @param tiers the storage tiers; HBM exists only when configured, DRAM always, NVMe unless disabled
@@ -31,6 +32,7 @@ import org.springframework.validation.annotation.Validated;
  * @param local the same-host data path: local engines map the DRAM tier and copy blocks themselves
  * @param tokens engine API bearer tokens, each bound to a tenant; none means protected mode (loopback only)
  * @param limits per-request and per-tenant limits that keep one client from starving the rest
+ * @param tenants quotas per tenant name; a tenant not named here gets the shares of {@code limits}
  */
 @Validated
 @ConfigurationProperties("kvstore")
@@ -44,7 +46,8 @@ public record KvStoreProperties(
         @Valid @NotNull @DefaultValue Transport transport,
         @Valid @NotNull @DefaultValue Local local,
         @Valid @NotNull @DefaultValue List<Token> tokens,
-        @Valid @NotNull @DefaultValue Limits limits) {
+        @Valid @NotNull @DefaultValue Limits limits,
+        @Valid @NotNull @DefaultValue Map<String, TenantQuota> tenants) {
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
@@ -197,6 +200,7 @@ public record KvStoreProperties(
      * @param write namespaces it may declare, store into, delete (write implies read)
      * @param oneSided whether it may use the one-sided data plane ({@code /v1/transport}, reserve, commit,
      *     lease locations); its region key opens all of DRAM, so only for trusted engines
+     * @param admin whether it has the admin role: the admin API ({@code /admin/**}) answers only such tokens
      */
     public record Token(
             @NotBlank String tenant,
@@ -206,7 +210,8 @@ public record KvStoreProperties(
 
             @NotNull @DefaultValue List<String> read,
             @NotNull @DefaultValue List<String> write,
-            @DefaultValue("false") boolean oneSided) {}
+            @DefaultValue("false") boolean oneSided,
+            @DefaultValue("false") boolean admin) {}
 
     /**
      * Limits on what one request or one tenant may take.
@@ -221,6 +226,8 @@ public record KvStoreProperties(
      * @param maxReservationTimeout the longest {@code timeoutSeconds} a reservation may ask
      * @param reservedFractionPerTenant the share of the DRAM tier one tenant may hold in uncommitted
      *     reservations at once; more answers 429
+     * @param tierFractionPerTenant the share of each tier's capacity one tenant's blocks may fill, unless
+     *     {@code kvstore.tenants.<name>} says otherwise; 1 (the default) leaves tenants unlimited
      */
     public record Limits(
             @NotNull @DefaultValue("16MB") DataSize maxJsonBody,
@@ -230,11 +237,29 @@ public record KvStoreProperties(
             @NotNull @DefaultValue("10m") Duration uploadDeadline,
             @NotNull @DefaultValue("15s") Duration frameTimeout,
             @NotNull @DefaultValue("10m") Duration maxReservationTimeout,
-            @DefaultValue("0.5") double reservedFractionPerTenant) {
+            @DefaultValue("0.5") double reservedFractionPerTenant,
+            @DefaultValue("1.0") double tierFractionPerTenant) {
+
+        @AssertTrue(message = "kvstore.limits.tier-fraction-per-tenant must be in (0, 1]")
+        public boolean isTierFractionValid() {
+            return tierFractionPerTenant > 0 && tierFractionPerTenant <= 1;
+        }
 
         @AssertTrue(message = "kvstore.limits.reserved-fraction-per-tenant must be in (0, 1]")
         public boolean isReservedFractionValid() {
             return reservedFractionPerTenant > 0 && reservedFractionPerTenant <= 1;
         }
     }
+
+    /**
+     * One tenant's quotas ({@code kvstore.tenants.<name>.*}); an unset one falls back to the shares of
+     * {@code kvstore.limits}. A store or reservation that would pass a tier's quota answers 507, one past
+     * {@code reserved} 429; deleting blocks, eviction and demotion out of a tier free quota there.
+     *
+     * @param hbm bytes the tenant's blocks may fill in the HBM (device) tier
+     * @param dram bytes in the DRAM tier
+     * @param nvme bytes in the NVMe tier
+     * @param reserved bytes the tenant may hold in uncommitted reservations at once
+     */
+    public record TenantQuota(DataSize hbm, DataSize dram, DataSize nvme, DataSize reserved) {}
 }

@@ -13,6 +13,7 @@ import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.quota.ReservationLedger;
+import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.service.transport.BackendProbe;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
@@ -53,10 +54,16 @@ public class EngineConfiguration {
         return new EngineMetrics(registry);
     }
 
+    @Bean
+    TenantUsage tenantUsage(KvStoreProperties properties, NamespaceRegistry namespaces) {
+        return new TenantUsage(properties, namespaces::owner);
+    }
+
     @Bean(destroyMethod = "close")
     TierEngine tierEngine(
             KvStoreProperties properties,
             EngineMetrics metrics,
+            TenantUsage tenantUsage,
             TransportService transport,
             LocalDataPath local,
             ObjectProvider<KvEventPublisher> kvEvents)
@@ -93,7 +100,9 @@ public class EngineConfiguration {
             throw e;
         }
         KvEventPublisher publisher = kvEvents.getIfAvailable();
-        EngineEvents events = publisher == null ? metrics : new EngineEventsTee(metrics, publisher);
+        // each tenant's bytes per tier follow the engine's copies (quotas)
+        EngineEvents counted = new EngineEventsTee(metrics, tenantUsage);
+        EngineEvents events = publisher == null ? counted : new EngineEventsTee(counted, publisher);
         TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), events, Clock.systemUTC());
         if (publisher != null) {
             publisher.resyncFrom(engine::blocks); // after an AllBlocksCleared, re-announce what the tiers hold

@@ -73,6 +73,11 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
                 .body(problem(HttpStatus.REQUEST_TIMEOUT, "Request timeout", e.getMessage()));
     }
 
+    @ExceptionHandler(QuotaExceededException.class)
+    ResponseEntity<Object> overQuota(QuotaExceededException e) {
+        return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "Quota exceeded", e.getMessage()));
+    }
+
     @ExceptionHandler(InsufficientStorageException.class)
     ResponseEntity<Object> noStorage(InsufficientStorageException e) {
         return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "Insufficient storage", e.getMessage()));

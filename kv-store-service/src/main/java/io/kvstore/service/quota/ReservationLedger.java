@@ -5,15 +5,17 @@ import io.kvstore.service.error.TooManyRequestsException;
 import java.time.Clock;
 import java.time.Instant;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 
 /**
  * Who holds which uncommitted reservation, so one tenant cannot reserve all of DRAM (a reservation holds
  * its slots until committed, cancelled or expired): each tenant may hold at most
- * {@code kvstore.limits.reserved-fraction-per-tenant} of the DRAM tier in reservations at once; a
- * reservation that would pass it is refused with 429 naming the limit. Also tells which tenant a
- * reservation belongs to, so only it can commit or cancel it.
+ * {@code kvstore.tenants.<name>.reserved} bytes, or else {@code kvstore.limits.reserved-fraction-per-tenant}
+ * of the DRAM tier, in reservations at once; a reservation that would pass it is refused with 429 naming
+ * the limit. Also tells which tenant a reservation belongs to, so only it can commit or cancel it.
+ * Admissions of one tenant are serialized on that tenant's own lock; tenants never wait for each other.
  */
 public final class ReservationLedger {
 
@@ -21,27 +23,41 @@ public final class ReservationLedger {
     public record Held(String tenant, String namespace, long bytes, Instant expiresAt) {}
 
     private final Map<String, Held> held = new ConcurrentHashMap<>();
-    private final long bytesPerTenant;
+    private final Map<String, Object> locks = new ConcurrentHashMap<>();
+    private final KvStoreProperties properties;
+    private final long defaultBytesPerTenant;
     private final Clock clock;
 
     public ReservationLedger(KvStoreProperties properties, Clock clock) {
-        this.bytesPerTenant = (long) (properties.tiers().dram().capacity().toBytes()
-                * properties.limits().reservedFractionPerTenant());
+        this.properties = properties;
+        this.defaultBytesPerTenant =
+                (long) (properties.tiers().dram().capacity().toBytes()
+                        * properties.limits().reservedFractionPerTenant());
         this.clock = clock;
     }
 
-    /** The most a tenant may hold reserved at once, in bytes. */
-    public long bytesPerTenant() {
-        return bytesPerTenant;
+    /** The most {@code tenant} may hold reserved at once, in bytes. */
+    public long bytesPerTenant(String tenant) {
+        var q = properties.tenants().get(tenant);
+        return q != null && q.reserved() != null ? q.reserved().toBytes() : defaultBytesPerTenant;
     }
 
-    /** Bytes the tenant holds in live reservations now. */
-    public synchronized long reservedBy(String tenant) {
+    private String limitName(String tenant) {
+        var q = properties.tenants().get(tenant);
+        return q != null && q.reserved() != null
+                ? "kvstore.tenants." + tenant + ".reserved"
+                : "kvstore.limits.reserved-fraction-per-tenant of the DRAM tier";
+    }
+
+    /** Bytes the tenant holds in live reservations now (expired ones are forgotten on the way). */
+    public long reservedBy(String tenant) {
         Instant now = clock.instant();
-        held.values().removeIf(h -> h.expiresAt().isBefore(now));
         long sum = 0;
-        for (Held h : held.values()) {
-            if (h.tenant().equals(tenant)) {
+        for (var e : held.entrySet()) {
+            Held h = e.getValue();
+            if (h.expiresAt().isBefore(now)) {
+                held.remove(e.getKey(), h);
+            } else if (h.tenant().equals(tenant)) {
                 sum += h.bytes();
             }
         }
@@ -55,23 +71,28 @@ public final class ReservationLedger {
      *
      * @throws TooManyRequestsException when the tenant's share would be passed
      */
-    public synchronized String admit(String tenant, String namespace, long bytes, Instant expiresAt) {
-        long already = reservedBy(tenant);
-        if (already + bytes > bytesPerTenant) {
-            throw new TooManyRequestsException("tenant '" + tenant + "' holds " + already + " bytes in uncommitted "
-                    + "reservations; " + bytes + " more would pass its share of " + bytesPerTenant + " bytes "
-                    + "(kvstore.limits.reserved-fraction-per-tenant of the DRAM tier): commit or cancel first");
+    public String admit(String tenant, String namespace, long bytes, Instant expiresAt) {
+        synchronized (locks.computeIfAbsent(tenant, t -> new Object())) {
+            long already = reservedBy(tenant);
+            long limit = bytesPerTenant(tenant);
+            if (already + bytes > limit) {
+                throw new TooManyRequestsException("tenant '" + tenant + "' holds " + already + " bytes in "
+                        + "uncommitted reservations; " + bytes + " more would pass its reserved quota of " + limit
+                        + " bytes (" + limitName(tenant) + "): commit or cancel first");
+            }
+            String key = "pending-" + UUID.randomUUID();
+            held.put(key, new Held(tenant, namespace, bytes, expiresAt));
+            return key;
         }
-        String key = "pending-" + java.util.UUID.randomUUID();
-        held.put(key, new Held(tenant, namespace, bytes, expiresAt));
-        return key;
     }
 
     /** Turns an admitted provisional entry into the engine's reservation. */
-    public synchronized void confirm(String provisional, String reservationId, long bytes, Instant expiresAt) {
-        Held h = held.remove(provisional);
+    public void confirm(String provisional, String reservationId, long bytes, Instant expiresAt) {
+        Held h = held.get(provisional);
         if (h != null) {
+            // the new entry first: the tenant's sum never dips below what it holds
             held.put(reservationId, new Held(h.tenant(), h.namespace(), bytes, expiresAt));
+            held.remove(provisional);
         }
     }
 

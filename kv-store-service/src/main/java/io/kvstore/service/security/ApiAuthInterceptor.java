@@ -10,16 +10,20 @@ import org.springframework.web.servlet.HandlerInterceptor;
 
 /**
  * Decides who is calling the engine API ({@code /v1/**}) and leaves it as {@link Caller#ATTRIBUTE}.
- * With tokens: no bearer token is 401, an unknown one 403. Without any token the service is in
- * protected mode, as Redis is: loopback clients act as {@link Caller#LOCAL}, everyone else gets 403
- * saying how to configure tokens. Refusals are exceptions, answered as problem JSON by the error advice.
+ * A cluster peer's call carries the caller the first node authenticated, signed with the cluster secret
+ * ({@link PeerCredentials}). Otherwise, with tokens: no bearer token is 401, an unknown one 403. Without any
+ * engine token the service is in protected mode, as Redis is: loopback clients act as {@link Caller#LOCAL},
+ * everyone else gets 403 saying how to configure tokens. Refusals are exceptions, answered as problem JSON
+ * by the error advice.
  */
 final class ApiAuthInterceptor implements HandlerInterceptor {
 
     private final TokenStore tokens;
+    private final PeerCredentials peers;
 
-    ApiAuthInterceptor(TokenStore tokens) {
+    ApiAuthInterceptor(TokenStore tokens, PeerCredentials peers) {
         this.tokens = tokens;
+        this.peers = peers;
     }
 
     @Override
@@ -29,16 +33,25 @@ final class ApiAuthInterceptor implements HandlerInterceptor {
     }
 
     private Caller caller(HttpServletRequest request) {
-        if (tokens.empty()) {
+        Caller forwarded = peers.forwarded(request);
+        if (forwarded != null) {
+            return forwarded;
+        }
+        if (tokens.protectedMode()) {
             if (loopback(request.getRemoteAddr())) {
                 return Caller.LOCAL;
             }
             throw new ForbiddenException("kvstore runs in protected mode (no API tokens configured): the engine API "
                     + "answers loopback clients only; configure kvstore.tokens or issue one with POST /admin/tokens");
         }
+        return bearer(request, tokens, "the engine API needs 'Authorization: Bearer <token>'");
+    }
+
+    /** The caller of a request's bearer token: 401 without one, 403 when it is no known token. */
+    static Caller bearer(HttpServletRequest request, TokenStore tokens, String missing) {
         String header = request.getHeader(HttpHeaders.AUTHORIZATION);
         if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            throw new UnauthorizedException("the engine API needs 'Authorization: Bearer <token>'");
+            throw new UnauthorizedException(missing);
         }
         Caller caller = tokens.authenticate(header.substring(7).trim());
         if (caller == null) {

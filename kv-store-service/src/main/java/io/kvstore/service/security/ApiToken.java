@@ -8,7 +8,9 @@ import java.util.List;
  * tokens of {@code kvstore.tokens} live in configuration only.
  *
  * @param sha256 hex SHA-256 of the token's UTF-8 bytes
- * @param configured whether it comes from {@code kvstore.tokens} (then it cannot be revoked at run time)
+ * @param admin whether it has the admin role (the admin API answers only such tokens)
+ * @param configured whether it comes from {@code kvstore.tokens} or {@code kvstore.admin-token} (then it
+ *     cannot be revoked at run time)
  */
 public record ApiToken(
         String id,
@@ -17,14 +19,17 @@ public record ApiToken(
         List<String> read,
         List<String> write,
         boolean oneSided,
+        Boolean admin,
         boolean configured) {
 
     public ApiToken {
         read = read == null ? List.of() : List.copyOf(read);
         write = write == null ? List.of() : List.copyOf(write);
+        // tokens.json written before the admin role existed has no such field
+        admin = admin != null && admin;
     }
 
     Caller caller() {
-        return new Caller(tenant, id, read, write, oneSided);
+        return new Caller(tenant, id, read, write, oneSided, admin);
     }
 }

@@ -1,28 +1,35 @@
 package io.kvstore.service.security;
 
 import io.kvstore.service.config.KvStoreProperties;
+import java.time.Clock;
 import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.web.servlet.config.annotation.InterceptorRegistry;
 import org.springframework.web.servlet.config.annotation.WebMvcConfigurer;
 import tools.jackson.databind.json.JsonMapper;
 
-/** Puts the token check in front of the engine API and says at start-up which mode it runs in. */
+/**
+ * Puts the token checks in front of the engine API ({@code /v1}) and the admin API ({@code /admin}, admin
+ * role) and says at start-up which mode it runs in.
+ */
 @Configuration(proxyBeanMethods = false)
 public class SecurityWebConfiguration implements WebMvcConfigurer {
 
     private final TokenStore tokens;
+    private final PeerCredentials peers;
 
-    public SecurityWebConfiguration(TokenStore tokens) {
+    public SecurityWebConfiguration(TokenStore tokens, PeerCredentials peers) {
         this.tokens = tokens;
+        this.peers = peers;
     }
 
     @Bean
     static TokenStore tokenStore(KvStoreProperties properties, JsonMapper json) {
         TokenStore store = new TokenStore(properties, json);
         var log = LoggerFactory.getLogger(SecurityWebConfiguration.class);
-        if (store.empty()) {
+        if (store.protectedMode()) {
             log.info("protected mode: no API tokens configured, the engine API answers loopback clients only "
                     + "(set kvstore.tokens, or issue one with POST /admin/tokens, to serve the network)");
         } else {
@@ -35,11 +42,21 @@ public class SecurityWebConfiguration implements WebMvcConfigurer {
                             .sorted()
                             .toList());
         }
+        if (!store.anyAdmin()) {
+            log.info("admin API: no token has the admin role, every /admin call is refused "
+                    + "(set kvstore.tokens[n].admin=true or kvstore.admin-token)");
+        }
         return store;
+    }
+
+    @Bean
+    static PeerCredentials peerCredentials(@Value("${kvstore.cluster.secret:}") String secret, JsonMapper json) {
+        return new PeerCredentials(secret, json, Clock.systemUTC());
     }
 
     @Override
     public void addInterceptors(InterceptorRegistry registry) {
-        registry.addInterceptor(new ApiAuthInterceptor(tokens)).addPathPatterns("/v1", "/v1/**");
+        registry.addInterceptor(new ApiAuthInterceptor(tokens, peers)).addPathPatterns("/v1", "/v1/**");
+        registry.addInterceptor(new AdminAuthInterceptor(tokens, peers)).addPathPatterns("/admin", "/admin/**");
     }
 }

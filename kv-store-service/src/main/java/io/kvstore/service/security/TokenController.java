@@ -13,7 +13,7 @@ import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
 /**
- * {@code /admin/tokens} (admin token): issue and revoke engine API tokens without a restart. An issued
+ * {@code /admin/tokens} (a token with the admin role): issue and revoke engine API tokens without a restart. An issued
  * token is shown once; only its digest is kept.
  */
 @RestController
@@ -27,19 +27,31 @@ public class TokenController {
     }
 
     /** {@code POST /admin/tokens}: the tenant, namespaces ({@code name} or {@code prefix*}) to read and write. */
-    public record IssueRequest(String tenant, List<String> read, List<String> write, Boolean oneSided) {}
+    public record IssueRequest(String tenant, List<String> read, List<String> write, Boolean oneSided, Boolean admin) {}
 
     /** A token as listed: never its secret. */
     public record TokenView(
-            String id, String tenant, List<String> read, List<String> write, boolean oneSided, boolean configured) {
+            String id,
+            String tenant,
+            List<String> read,
+            List<String> write,
+            boolean oneSided,
+            boolean admin,
+            boolean configured) {
         static TokenView of(ApiToken t) {
-            return new TokenView(t.id(), t.tenant(), t.read(), t.write(), t.oneSided(), t.configured());
+            return new TokenView(t.id(), t.tenant(), t.read(), t.write(), t.oneSided(), t.admin(), t.configured());
         }
     }
 
     /** The answer to an issue: {@code token} is the bearer secret, shown only here. */
     public record IssuedView(
-            String id, String tenant, String token, List<String> read, List<String> write, boolean oneSided) {}
+            String id,
+            String tenant,
+            String token,
+            List<String> read,
+            List<String> write,
+            boolean oneSided,
+            boolean admin) {}
 
     public record Tokens(List<TokenView> tokens) {}
 
@@ -54,10 +66,12 @@ public class TokenController {
                 request.tenant(),
                 request.read() == null ? List.of() : request.read(),
                 request.write() == null ? List.of() : request.write(),
-                Boolean.TRUE.equals(request.oneSided()));
+                Boolean.TRUE.equals(request.oneSided()),
+                Boolean.TRUE.equals(request.admin()));
         ApiToken t = issued.token();
         return ResponseEntity.status(HttpStatus.CREATED)
-                .body(new IssuedView(t.id(), t.tenant(), issued.secret(), t.read(), t.write(), t.oneSided()));
+                .body(new IssuedView(
+                        t.id(), t.tenant(), issued.secret(), t.read(), t.write(), t.oneSided(), t.admin()));
     }
 
     @DeleteMapping("/{id}")

@@ -30,6 +30,10 @@ import tools.jackson.databind.json.JsonMapper;
  * the admin API, which are kept (as SHA-256 digests only) in {@code tokens.json} under the data directory
  * and survive restarts. A presented token is hashed and compared with every known digest in constant
  * time, so neither a match's position nor a partial match shows in the response time.
+ *
+ * <p>The admin API uses the same tokens: a token with the admin role ({@code admin: true}) may call
+ * {@code /admin/**}. The older {@code kvstore.admin-token} still works: it becomes the configured token
+ * {@code admin-token} of tenant {@code admin} with the admin role and no namespace grants.
  */
 public final class TokenStore {
 
@@ -37,6 +41,10 @@ public final class TokenStore {
     private static final Pattern TENANT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final Pattern NAMESPACE_PATTERN = Pattern.compile("\\*|[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\\*?");
     private static final SecureRandom RANDOM = new SecureRandom();
+    /** The id of the token {@code kvstore.admin-token} configures. */
+    public static final String ADMIN_TOKEN_ID = "admin-token";
+    /** The tenant of {@code kvstore.admin-token}. */
+    public static final String ADMIN_TENANT = "admin";
 
     private final Path file;
     private final JsonMapper json;
@@ -48,10 +56,15 @@ public final class TokenStore {
         int n = 0;
         for (KvStoreProperties.Token t : properties.tokens()) {
             String field = "kvstore.tokens[" + n + "]";
-            checkGrant(t.tenant(), t.read(), t.write(), field);
+            checkGrant(t.tenant(), t.read(), t.write(), t.admin(), field);
             tokens.add(new ApiToken(
-                    "config-" + n, t.tenant(), sha256(t.token()), t.read(), t.write(), t.oneSided(), true));
+                    "config-" + n, t.tenant(), sha256(t.token()), t.read(), t.write(), t.oneSided(), t.admin(), true));
             n++;
+        }
+        String legacyAdmin = properties.adminToken();
+        if (legacyAdmin != null && !legacyAdmin.isBlank()) {
+            tokens.add(new ApiToken(
+                    ADMIN_TOKEN_ID, ADMIN_TENANT, sha256(legacyAdmin), List.of(), List.of(), false, true, true));
         }
         if (Files.exists(file)) {
             try {
@@ -62,9 +75,27 @@ public final class TokenStore {
         }
     }
 
-    /** Whether no token exists at all: the engine API then serves loopback clients only (protected mode). */
-    public boolean empty() {
-        return tokens.isEmpty();
+    /**
+     * Whether no token grants any namespace: the engine API then serves loopback clients only (protected
+     * mode). Tokens with only the admin role (such as {@code kvstore.admin-token}) do not count.
+     */
+    public boolean protectedMode() {
+        for (ApiToken t : tokens) {
+            if (!t.read().isEmpty() || !t.write().isEmpty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Whether some token has the admin role; without one the admin API refuses every call. */
+    public boolean anyAdmin() {
+        for (ApiToken t : tokens) {
+            if (t.admin()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The caller a presented token stands for, or null when it matches none (checked against every token). */
@@ -83,15 +114,23 @@ public final class TokenStore {
     public record Issued(ApiToken token, String secret) {}
 
     /** Issues a random token for {@code tenant} and persists its digest before returning it. */
-    public synchronized Issued issue(String tenant, List<String> read, List<String> write, boolean oneSided) {
-        checkGrant(tenant, read, write, "");
+    public synchronized Issued issue(
+            String tenant, List<String> read, List<String> write, boolean oneSided, boolean admin) {
+        checkGrant(tenant, read, write, admin, "");
         byte[] raw = new byte[32];
         RANDOM.nextBytes(raw);
         String secret = "kvs_" + Base64.getUrlEncoder().withoutPadding().encodeToString(raw);
         byte[] idBytes = new byte[6];
         RANDOM.nextBytes(idBytes);
         ApiToken token = new ApiToken(
-                "tok-" + HexFormat.of().formatHex(idBytes), tenant, sha256(secret), read, write, oneSided, false);
+                "tok-" + HexFormat.of().formatHex(idBytes),
+                tenant,
+                sha256(secret),
+                read,
+                write,
+                oneSided,
+                admin,
+                false);
         tokens.add(token);
         try {
             save();
@@ -100,12 +139,13 @@ public final class TokenStore {
             throw e;
         }
         log.info(
-                "API token {} issued for tenant {} (read {}, write {}, one-sided {})",
+                "API token {} issued for tenant {} (read {}, write {}, one-sided {}, admin {})",
                 token.id(),
                 tenant,
                 read,
                 write,
-                oneSided);
+                oneSided,
+                admin);
         return new Issued(token, secret);
     }
 
@@ -118,7 +158,8 @@ public final class TokenStore {
         }
         if (token.configured()) {
             throw new ConflictException(
-                    "API token '" + id + "' comes from kvstore.tokens; remove it from the configuration and restart");
+                    "API token '" + id + "' comes from kvstore.tokens or kvstore.admin-token; remove it from the "
+                            + "configuration and restart");
         }
         tokens.remove(token);
         try {
@@ -148,7 +189,7 @@ public final class TokenStore {
         }
     }
 
-    private static void checkGrant(String tenant, List<String> read, List<String> write, String prefix) {
+    private static void checkGrant(String tenant, List<String> read, List<String> write, boolean admin, String prefix) {
         String p = prefix.isEmpty() ? "" : prefix + ".";
         if (tenant == null || !TENANT.matcher(tenant).matches()) {
             throw new InvalidRequestException(
@@ -156,9 +197,9 @@ public final class TokenStore {
         }
         checkPatterns(read, p + "read");
         checkPatterns(write, p + "write");
-        if ((read == null || read.isEmpty()) && (write == null || write.isEmpty())) {
+        if (!admin && (read == null || read.isEmpty()) && (write == null || write.isEmpty())) {
             throw new InvalidRequestException(
-                    p + "read", p + "read or " + p + "write must name at least one namespace");
+                    p + "read", p + "read or " + p + "write must name at least one namespace (or admin be true)");
         }
     }
 

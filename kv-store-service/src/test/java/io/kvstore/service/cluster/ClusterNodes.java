@@ -21,6 +21,8 @@ import org.springframework.context.ConfigurableApplicationContext;
 final class ClusterNodes {
 
     static final String ADMIN_TOKEN = "cluster-admin";
+    /** Every node's {@code kvstore.cluster.secret}: peers sign the callers they forward with it. */
+    static final String SECRET = "cluster-secret-0123456789";
     /** 1 layer x 1 KV head x 64 dims x fp16 x 16 tokens, K and V: 4 KiB blocks. */
     static final int BLOCK_BYTES = 2 * 64 * 2 * 16;
 
@@ -44,6 +46,7 @@ final class ClusterNodes {
                 "--kvstore.tiers.nvme.enabled=false",
                 "--kvstore.transport.enabled=false",
                 "--kvstore.cluster.enabled=true",
+                "--kvstore.cluster.secret=" + SECRET,
                 "--kvstore.cluster.endpoints=" + etcd,
                 "--kvstore.cluster.node-name=" + name,
                 "--kvstore.cluster.advertised-address=http://127.0.0.1:" + port,
@@ -65,10 +68,11 @@ final class ClusterNodes {
         }
     }
 
-    static Node start(String etcd, String name, Path dir, String prefix) throws IOException {
+    static Node start(String etcd, String name, Path dir, String prefix, String... extra) throws IOException {
         int port = EtcdServer.freePort();
-        var context = new SpringApplicationBuilder(KvStoreApplication.class)
-                .run(args(etcd, name, port, dir.resolve(name), prefix).toArray(String[]::new));
+        List<String> args = new ArrayList<>(args(etcd, name, port, dir.resolve(name), prefix));
+        args.addAll(List.of(extra));
+        var context = new SpringApplicationBuilder(KvStoreApplication.class).run(args.toArray(String[]::new));
         return new Node(name, port, context);
     }
 
@@ -118,23 +122,26 @@ final class ClusterNodes {
         return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    static HttpResponse<String> store(String base, String ns, byte[] frames) throws IOException, InterruptedException {
-        return HTTP.send(
-                HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + ns + "/blocks"))
-                        .header("Content-Type", "application/octet-stream")
-                        .PUT(HttpRequest.BodyPublishers.ofByteArray(frames))
-                        .build(),
-                HttpResponse.BodyHandlers.ofString());
+    static HttpResponse<String> store(String base, String ns, byte[] frames, String... headers)
+            throws IOException, InterruptedException {
+        var b = HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + ns + "/blocks"))
+                .header("Content-Type", "application/octet-stream")
+                .PUT(HttpRequest.BodyPublishers.ofByteArray(frames));
+        if (headers.length > 0) {
+            b.headers(headers);
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofString());
     }
 
-    static HttpResponse<byte[]> fetch(String base, String ns, List<BlockHash> hashes)
+    static HttpResponse<byte[]> fetch(String base, String ns, List<BlockHash> hashes, String... headers)
             throws IOException, InterruptedException {
-        return HTTP.send(
-                HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + ns + "/blocks:fetch"))
-                        .header("Content-Type", "application/json")
-                        .POST(HttpRequest.BodyPublishers.ofString("{\"blockHashes\":" + hexList(hashes) + "}"))
-                        .build(),
-                HttpResponse.BodyHandlers.ofByteArray());
+        var b = HttpRequest.newBuilder(URI.create(base + "/v1/namespaces/" + ns + "/blocks:fetch"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"blockHashes\":" + hexList(hashes) + "}"));
+        if (headers.length > 0) {
+            b.headers(headers);
+        }
+        return HTTP.send(b.build(), HttpResponse.BodyHandlers.ofByteArray());
     }
 
     static String lookupJson(String ns, List<BlockHash> hashes, boolean lease) {

@@ -48,6 +48,7 @@ class MembershipTest {
                 16,
                 Duration.ofSeconds(30),
                 Duration.ofSeconds(2),
+                null,
                 null);
     }
 

@@ -1,0 +1,110 @@
+package io.kvstore.service.security;
+
+import io.kvstore.service.error.ForbiddenException;
+import jakarta.servlet.http.HttpServletRequest;
+import java.nio.charset.StandardCharsets;
+import java.security.InvalidKeyException;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.time.Clock;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.Map;
+import javax.crypto.Mac;
+import javax.crypto.spec.SecretKeySpec;
+import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * How cluster nodes vouch for their callers: a node that forwards an engine or admin call to a peer sends
+ * the caller it authenticated ({@value #CALLER}: the tenant, token id, grants and roles as base64url JSON)
+ * and an HMAC-SHA256 over that, the method, the path and a timestamp, keyed with the shared
+ * {@code kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The peer checks the
+ * signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
+ * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without
+ * the secret cannot claim another tenant's identity. The secret itself never travels; a signature is good
+ * for its one method, path and caller within {@link #MAX_SKEW_SECONDS} of its timestamp.
+ */
+public final class PeerCredentials {
+
+    /** The forwarded caller, base64url JSON of {@link Caller}. */
+    public static final String CALLER = "Kvstore-Caller";
+    /** {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path and {@value #CALLER}. */
+    public static final String SIGNATURE = "Kvstore-Peer-Signature";
+
+    static final long MAX_SKEW_SECONDS = 300;
+
+    private final byte @Nullable [] secret;
+    private final JsonMapper json;
+    private final Clock clock;
+
+    public PeerCredentials(@Nullable String secret, JsonMapper json, Clock clock) {
+        this.secret = secret == null || secret.isBlank() ? null : secret.getBytes(StandardCharsets.UTF_8);
+        this.json = json;
+        this.clock = clock;
+    }
+
+    /** Whether {@code kvstore.cluster.secret} is set: only then are callers forwarded and accepted. */
+    public boolean configured() {
+        return secret != null;
+    }
+
+    /** The two headers that carry {@code caller} on a call of {@code method} to {@code path}. */
+    public Map<String, String> sign(String method, String path, Caller caller) {
+        String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
+        long now = clock.instant().getEpochSecond();
+        return Map.of(
+                CALLER, encoded, SIGNATURE, now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded)));
+    }
+
+    /**
+     * The caller a peer forwarded on {@code request}, or null when the request forwards none.
+     *
+     * @throws ForbiddenException when it forwards one without a valid signature (unset secret, wrong secret,
+     *     another request's signature, or a stale one)
+     */
+    public @Nullable Caller forwarded(HttpServletRequest request) {
+        String encoded = request.getHeader(CALLER);
+        if (encoded == null) {
+            return null;
+        }
+        if (secret == null) {
+            throw new ForbiddenException("a forwarded caller (" + CALLER + ") is accepted only from cluster peers "
+                    + "that share kvstore.cluster.secret, and none is set here");
+        }
+        String signature = request.getHeader(SIGNATURE);
+        int dot = signature == null ? -1 : signature.indexOf('.');
+        byte[] given;
+        long at;
+        try {
+            at = Long.parseLong(signature.substring(0, dot));
+            given = HexFormat.of().parseHex(signature.substring(dot + 1));
+        } catch (RuntimeException e) {
+            throw new ForbiddenException("a forwarded caller needs a valid " + SIGNATURE + " header");
+        }
+        byte[] expected = mac(at, request.getMethod(), request.getRequestURI(), encoded);
+        if (!MessageDigest.isEqual(given, expected)) {
+            throw new ForbiddenException("the forwarded caller's " + SIGNATURE
+                    + " does not match: the calling node does not share this node's kvstore.cluster.secret");
+        }
+        if (Math.abs(clock.instant().getEpochSecond() - at) > MAX_SKEW_SECONDS) {
+            throw new ForbiddenException("the forwarded caller's signature is more than " + MAX_SKEW_SECONDS
+                    + " s old or ahead (clocks of the nodes apart, or a replayed request)");
+        }
+        try {
+            return json.readValue(Base64.getUrlDecoder().decode(encoded), Caller.class);
+        } catch (RuntimeException e) {
+            throw new ForbiddenException("the forwarded caller cannot be read: " + e.getMessage());
+        }
+    }
+
+    private byte[] mac(long at, String method, String path, String caller) {
+        try {
+            Mac mac = Mac.getInstance("HmacSHA256");
+            mac.init(new SecretKeySpec(java.util.Objects.requireNonNull(secret), "HmacSHA256"));
+            return mac.doFinal((at + "\n" + method + "\n" + path + "\n" + caller).getBytes(StandardCharsets.UTF_8));
+        } catch (NoSuchAlgorithmException | InvalidKeyException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+}
