@@ -4,9 +4,11 @@ import io.kvstore.ffm.Availability;
 import io.kvstore.service.config.KvStoreProperties.Transport.DataPlane;
 
 /**
- * Which library carries the one-sided data plane: a NIXL agent (NIXL's UCX backend) when NIXL and its
- * UCX plugin load, else direct libucp, the way TensorRT-LLM falls back to its own UCX transfer when NIXL
- * is absent. A pure function of its inputs so every rule is table-tested; {@link TransportService} calls
+ * Which library carries the one-sided data plane: direct libucp or a NIXL agent (NIXL's UCX backend).
+ * {@code auto} takes direct libucp when it loads, because it measured faster on one host (docs/benchmarks.md:
+ * its DRAM tier lives in UCX-allocated shared memory that a local engine copies into and out of, while
+ * NIXL's UCX backend ends up on TCP with emulated RMA under UCX 1.13), and NIXL when only NIXL loads;
+ * {@code nixl} or {@code ucx} forces one. A pure function of its inputs so every rule is table-tested; {@link TransportService} calls
  * it once at start-up, logs {@link Decision#summary()} and shows the decision in health, {@code
  * /v1/transport} and {@code /admin/backends}.
  */
@@ -82,12 +84,22 @@ public final class DataPlaneChoice {
                 yield new Decision(Plane.UCX, setting);
             }
             case AUTO -> {
-                if (nixlUcx.available()) {
-                    yield new Decision(Plane.NIXL, setting + "; NIXL's UCX backend loads: " + nixlUcx.detail());
-                }
+                // measured on one host (docs/benchmarks.md, DataPlaneBandwidth): direct UCX with the DRAM tier in
+                // UCX-allocated shared memory moves 2 MiB blocks one-sided at memory speed, while NIXL's UCX backend
+                // (peer error handling, which UCX 1.13's shared-memory transports lack) runs on TCP with emulated RMA
                 if (directUcx.available()) {
                     yield new Decision(
-                            Plane.UCX, setting + "; NIXL not used (" + nixlUcx.detail() + "), direct libucp");
+                            Plane.UCX,
+                            setting + "; direct libucp, faster than NIXL on one host (docs/benchmarks.md)"
+                                    + (nixlUcx.available()
+                                            ? "; NIXL loads too: kvstore.transport.data-plane=nixl selects it"
+                                            : "; NIXL not available (" + nixlUcx.detail() + ")"));
+                }
+                if (nixlUcx.available()) {
+                    yield new Decision(
+                            Plane.NIXL,
+                            setting + "; direct libucp unavailable (" + directUcx.detail()
+                                    + "), NIXL's UCX backend loads: " + nixlUcx.detail());
                 }
                 yield new Decision(
                         null,

@@ -20,15 +20,16 @@ class DataPlaneChoiceTest {
     @CsvSource(
             delimiter = '|',
             value = {
-                "true  | true  | AUTO | true  | true  | NIXL | kvstore.transport.data-plane=auto; NIXL's UCX backend loads",
-                "true  | true  | AUTO | false | true  | UCX  | kvstore.transport.data-plane=auto; NIXL not used (NIXL itself is unavailable: not found), direct libucp",
+                "true  | true  | AUTO | true  | true  | UCX  | kvstore.transport.data-plane=auto; direct libucp, faster than NIXL on one host (docs/benchmarks.md); NIXL loads too: kvstore.transport.data-plane=nixl selects it",
+                "true  | true  | AUTO | false | true  | UCX  | kvstore.transport.data-plane=auto; direct libucp, faster than NIXL on one host (docs/benchmarks.md); NIXL not available (NIXL itself is unavailable: not found)",
+                "true  | true  | AUTO | true  | false | NIXL | kvstore.transport.data-plane=auto; direct libucp unavailable (libucp not found), NIXL's UCX backend loads",
                 "true  | true  | AUTO | false | false | none | neither NIXL's UCX backend (NIXL itself is unavailable: not found) nor direct libucp (libucp not found)",
                 "true  | true  | UCX  | true  | true  | UCX  | kvstore.transport.data-plane=ucx",
                 "true  | true  | NIXL | true  | false | NIXL | kvstore.transport.data-plane=nixl",
                 "true  | false | NIXL | true  | true  | none | UCX is not among the selected DYN_KVBM_NIXL_BACKEND_* backends",
                 "false | true  | AUTO | true  | true  | none | disabled by kvstore.transport.enabled=false",
             })
-    void choosesNixlWhenItLoadsElseDirectUcxAndSaysWhy(
+    void autoPrefersDirectUcxThenNixlAndSaysWhy(
             boolean enabled, boolean ucx, DataPlane request, boolean nixl, boolean ucp, String plane, String why) {
         var d = DataPlaneChoice.decide(enabled, ucx, request, nixl ? NIXL : NO_NIXL, ucp ? UCP : NO_UCP);
         assertThat(d.plane() == null ? "none" : d.plane().name()).isEqualTo(plane);

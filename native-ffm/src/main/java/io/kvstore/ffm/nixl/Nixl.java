@@ -6,6 +6,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvstore.ffm.Availability;
+import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
 import io.kvstore.ffm.libc.LibC;
@@ -33,7 +34,8 @@ import java.util.Optional;
  * <p>Bound against the API without the descriptor lists' {@code sorted} flag and with
  * {@code nixl_capi_create_configured_agent} (NIXL 0.6.1 and later); an older library lacks that
  * symbol and is reported unavailable rather than called with the wrong arguments. The typed view is
- * {@link NixlAgent}; this class holds the downcall handles, found once through one helper.
+ * {@link NixlAgent}; this class holds the downcall handles, found once through one helper and kept in a
+ * {@link LazyBinding} like every other library of this module.
  */
 public final class Nixl {
 
@@ -68,29 +70,17 @@ public final class Nixl {
             JAVA_BOOLEAN.withName("capture_telemetry"),
             MemoryLayout.paddingLayout(7));
 
-    private static final class Holder {
-        static final Nixl INSTANCE;
-        static final Availability AVAILABILITY;
+    private static final LazyBinding<Nixl> BINDING = LazyBinding.of(Nixl::loadBinding);
 
-        static {
-            Nixl nixl = null;
-            Availability availability;
-            try {
-                nixl = new Nixl(load());
-                if (nixl.isStub()) {
-                    throw new LibraryUnavailableException(
-                            "libnixl_capi at " + nixl.library.location()
-                                    + " is NIXL's stub build (nixl_capi_is_stub() is true): install NIXL built with its plugins");
-                }
-                availability = Availability.available(
-                        "libnixl_capi at " + nixl.library.location() + ", plugins from " + nixl.pluginDirDescription());
-            } catch (LibraryUnavailableException e) {
-                availability = Availability.unavailable(e.getMessage());
-                nixl = null;
-            }
-            INSTANCE = nixl;
-            AVAILABILITY = availability;
+    /** Loads the library and every symbol; a stub build counts as unavailable. */
+    private static LazyBinding.Loaded<Nixl> loadBinding() {
+        Nixl nixl = new Nixl(load());
+        if (nixl.isStub()) {
+            throw new LibraryUnavailableException("libnixl_capi at " + nixl.library.location()
+                    + " is NIXL's stub build (nixl_capi_is_stub() is true): install NIXL built with its plugins");
         }
+        return new LazyBinding.Loaded<>(
+                nixl, "libnixl_capi at " + nixl.library.location() + ", plugins from " + nixl.pluginDirDescription());
     }
 
     private final NativeLibrary library;
@@ -273,7 +263,7 @@ public final class Nixl {
 
     /** Whether NIXL can be used here, with the library and plugin directory, or why not. */
     public static Availability availability() {
-        return Holder.AVAILABILITY;
+        return BINDING.availability();
     }
 
     /**
@@ -282,10 +272,7 @@ public final class Nixl {
      * @throws LibraryUnavailableException with the reason when it is not available
      */
     public static Nixl get() {
-        if (Holder.INSTANCE == null) {
-            throw new LibraryUnavailableException(Holder.AVAILABILITY.detail());
-        }
-        return Holder.INSTANCE;
+        return BINDING.get();
     }
 
     private boolean isStub() {

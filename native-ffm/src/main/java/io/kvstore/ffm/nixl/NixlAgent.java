@@ -6,21 +6,21 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A NIXL agent: the unit that owns backends, registered memory and connections to remote agents.
  * Every native handle it hands out (backend, registration, transfer request) belongs to it and must
- * be closed before it; closing the agent destroys it. Thread-safe: the agent is created with
- * NIXL's strict thread synchronisation.
+ * be closed before it; closing the agent destroys it, once ({@link NativeHandle}). Thread-safe: the
+ * agent is created with NIXL's strict thread synchronisation.
  */
-public final class NixlAgent implements AutoCloseable {
+public final class NixlAgent extends NativeHandle {
 
     /**
      * How the agent runs.
@@ -38,13 +38,11 @@ public final class NixlAgent implements AutoCloseable {
 
     private final Nixl nixl;
     private final String name;
-    private final MemorySegment agent;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     private NixlAgent(Nixl nixl, String name, MemorySegment agent) {
+        super(agent);
         this.nixl = nixl;
         this.name = name;
-        this.agent = agent;
     }
 
     static NixlAgent create(Nixl nixl, String name, Config config) {
@@ -65,11 +63,9 @@ public final class NixlAgent implements AutoCloseable {
         return name;
     }
 
+    /** The agent handle, for a call into the library; fails once the agent is closed. */
     MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException("NIXL agent " + name + " is closed");
-        }
-        return agent;
+        return live();
     }
 
     Nixl nixl() {
@@ -373,11 +369,10 @@ public final class NixlAgent implements AutoCloseable {
         }
     }
 
+    /** {@code nixl_capi_destroy_agent}. */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(agent));
-        }
+    protected void release(MemorySegment agent) {
+        call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(agent));
     }
 
     @Override

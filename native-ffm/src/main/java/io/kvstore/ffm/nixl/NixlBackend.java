@@ -1,47 +1,42 @@
 package io.kvstore.ffm.nixl;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.MemorySegment;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A backend an agent created from a plugin (UCX, GDS, GDS_MT, POSIX, ...). It lives as long as its
- * agent: NIXL has no call to remove a backend from an agent, so closing only frees the C handle.
+ * agent: NIXL has no call to remove a backend from an agent, so closing only frees the C handle, once.
  */
-public final class NixlBackend implements AutoCloseable {
+public final class NixlBackend extends NativeHandle {
 
     private final NixlAgent agent;
     private final String plugin;
-    private final MemorySegment handle;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     NixlBackend(NixlAgent agent, String plugin, MemorySegment handle) {
+        super(handle);
         this.agent = agent;
         this.plugin = plugin;
-        this.handle = handle;
     }
 
     public String plugin() {
         return plugin;
     }
 
+    /** The backend handle, for a call into the library; fails once the backend is closed. */
     MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException("NIXL backend " + plugin + " of " + agent.name() + " is closed");
-        }
-        return handle;
+        return live();
     }
 
+    /** {@code nixl_capi_destroy_backend}. */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Nixl nixl = agent.nixl();
-            NixlAgent.call(
-                    "nixl_capi_destroy_backend(" + plugin + ")", a -> (int) nixl.destroyBackend.invokeExact(handle));
-        }
+    protected void release(MemorySegment handle) {
+        Nixl nixl = agent.nixl();
+        NixlAgent.call("nixl_capi_destroy_backend(" + plugin + ")", a -> (int) nixl.destroyBackend.invokeExact(handle));
     }
 
+    /** "NIXL backend UCX of agent a": also the start of the message when a closed backend is used. */
     @Override
     public String toString() {
-        return plugin;
+        return "NIXL backend " + plugin + " of " + agent.name();
     }
 }

@@ -2,23 +2,22 @@ package io.kvstore.ffm.nixl;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Memory registered with an agent through a registration descriptor list. The list is kept until
- * {@link #close()}, which deregisters exactly what was registered and frees it.
+ * {@link #close()}, which deregisters exactly what was registered and frees it, once
+ * ({@link NativeHandle}: the list is the handle).
  */
-public final class NixlRegistration implements AutoCloseable {
+public final class NixlRegistration extends NativeHandle {
 
     private final NixlAgent agent;
     private final int memoryType;
     private final List<NixlDescriptor> descriptors;
     private final NixlBackend backend;
-    private final MemorySegment dlist;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     private NixlRegistration(
             NixlAgent agent,
@@ -26,11 +25,11 @@ public final class NixlRegistration implements AutoCloseable {
             List<NixlDescriptor> descriptors,
             NixlBackend backend,
             MemorySegment dlist) {
+        super(dlist);
         this.agent = agent;
         this.memoryType = memoryType;
         this.descriptors = descriptors;
         this.backend = backend;
-        this.dlist = dlist;
     }
 
     static NixlRegistration register(
@@ -89,19 +88,23 @@ public final class NixlRegistration implements AutoCloseable {
         return descriptors;
     }
 
+    /** {@code nixl_capi_deregister_mem} of the list, then {@code nixl_capi_destroy_reg_dlist}. */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Nixl nixl = agent.nixl();
-            MemorySegment args = agent.optArgs(backend, null);
-            try {
-                NixlAgent.call(
-                        "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
-                        a -> (int) nixl.deregisterMem.invokeExact(agent.handle(), dlist, args));
-            } finally {
-                agent.destroyOptArgs(args);
-                NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
-            }
+    protected void release(MemorySegment dlist) {
+        Nixl nixl = agent.nixl();
+        MemorySegment args = agent.optArgs(backend, null);
+        try {
+            NixlAgent.call(
+                    "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                    a -> (int) nixl.deregisterMem.invokeExact(agent.handle(), dlist, args));
+        } finally {
+            agent.destroyOptArgs(args);
+            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
         }
+    }
+
+    @Override
+    public String toString() {
+        return "NIXL registration of " + descriptors.size() + " descriptor(s) with " + agent.name();
     }
 }

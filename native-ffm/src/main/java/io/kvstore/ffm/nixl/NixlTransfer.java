@@ -2,25 +2,23 @@ package io.kvstore.ffm.nixl;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * A NIXL transfer request: created once from local and remote descriptor lists, then posted and
  * polled until done. {@link #close()} releases the request (NIXL aborts it if still in flight) and
- * frees the lists.
+ * frees the lists, once ({@link NativeHandle}: the request is the handle).
  */
-public final class NixlTransfer implements AutoCloseable {
+public final class NixlTransfer extends NativeHandle {
 
     private final NixlAgent agent;
     private final String description;
-    private final MemorySegment request;
     private final MemorySegment localList;
     private final MemorySegment remoteList;
     private final MemorySegment postArgs;
-    private final AtomicBoolean closed = new AtomicBoolean();
 
     private NixlTransfer(
             NixlAgent agent,
@@ -29,9 +27,9 @@ public final class NixlTransfer implements AutoCloseable {
             MemorySegment localList,
             MemorySegment remoteList,
             MemorySegment postArgs) {
+        super(request);
         this.agent = agent;
         this.description = description;
-        this.request = request;
         this.localList = localList;
         this.remoteList = remoteList;
         this.postArgs = postArgs;
@@ -127,7 +125,7 @@ public final class NixlTransfer implements AutoCloseable {
     public boolean post() {
         return done("nixl_capi_post_xfer_req(" + description + ")", () -> {
             Nixl nixl = agent.nixl();
-            return (int) nixl.postXferReq.invokeExact(agent.handle(), handle(), postArgs);
+            return (int) nixl.postXferReq.invokeExact(agent.handle(), live(), postArgs);
         });
     }
 
@@ -135,7 +133,7 @@ public final class NixlTransfer implements AutoCloseable {
     public boolean isDone() {
         return done("nixl_capi_get_xfer_status(" + description + ")", () -> {
             Nixl nixl = agent.nixl();
-            return (int) nixl.getXferStatus.invokeExact(agent.handle(), handle());
+            return (int) nixl.getXferStatus.invokeExact(agent.handle(), live());
         });
     }
 
@@ -158,31 +156,23 @@ public final class NixlTransfer implements AutoCloseable {
         return true;
     }
 
-    private MemorySegment handle() {
-        if (closed.get()) {
-            throw new IllegalStateException("NIXL transfer " + description + " is released");
-        }
-        return request;
-    }
-
+    /** {@code nixl_capi_release_xfer_req} and {@code nixl_capi_destroy_xfer_req}, then the lists and arguments. */
     @Override
-    public void close() {
-        if (closed.compareAndSet(false, true)) {
-            Nixl nixl = agent.nixl();
-            try {
-                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
-                        (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
-                NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
-            } finally {
-                destroyList(nixl, localList);
-                destroyList(nixl, remoteList);
-                agent.destroyOptArgs(postArgs);
-            }
+    protected void release(MemorySegment request) {
+        Nixl nixl = agent.nixl();
+        try {
+            NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
+                    (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
+            NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
+        } finally {
+            destroyList(nixl, localList);
+            destroyList(nixl, remoteList);
+            agent.destroyOptArgs(postArgs);
         }
     }
 
     @Override
     public String toString() {
-        return description;
+        return "NIXL transfer " + description;
     }
 }

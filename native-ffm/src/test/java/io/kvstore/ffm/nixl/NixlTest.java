@@ -202,4 +202,30 @@ class NixlTest {
             }
         }
     }
+
+    @Test
+    void handlesCloseOnceAndRefuseUseAfterClose() {
+        assumeUcx();
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment memory = arena.allocate(1 << 20, 4096);
+            NixlAgent agent = Nixl.get().createAgent("kvstore-close-once", new NixlAgent.Config(false, 0));
+            NixlBackend backend = agent.createBackend("UCX", Map.of());
+            NixlRegistration registration = agent.register(
+                    Nixl.DRAM_SEG, List.of(new NixlDescriptor(memory.address(), memory.byteSize(), 0)), backend);
+            registration.close();
+            registration.close(); // a second deregistration would hand NIXL a freed list
+            assertThat(registration.isClosed()).isTrue();
+            backend.close();
+            backend.close();
+            assertThatThrownBy(() -> agent.register(
+                            Nixl.DRAM_SEG, List.of(new NixlDescriptor(memory.address(), 4096, 0)), backend))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("NIXL backend UCX of kvstore-close-once is closed");
+            agent.close();
+            agent.close();
+            assertThatThrownBy(agent::localMetadata)
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("NIXL agent kvstore-close-once is closed");
+        }
+    }
 }
