@@ -65,6 +65,7 @@ public class EngineConfiguration {
             EngineMetrics metrics,
             TenantUsage tenantUsage,
             TransportService transport,
+            BackendProbe backends,
             LocalDataPath local,
             ObjectProvider<KvEventPublisher> kvEvents)
             throws IOException {
@@ -113,6 +114,11 @@ public class EngineConfiguration {
         }
         // with the tier in a shared file, UCX registers that memory rather than allocating its own
         transport.attach(dramTier);
+        for (BlockTier tier : tiers) {
+            if (tier instanceof DeviceTier device) {
+                transport.attachDevice(device, backends.resolved()); // VRAM_SEG registration, GDS path decided
+            }
+        }
         LoggerFactory.getLogger(EngineConfiguration.class)
                 .info("block checksums: CRC32C by {}", Checksums.implementation());
         return engine;

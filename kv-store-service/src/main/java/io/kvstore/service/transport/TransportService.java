@@ -2,11 +2,15 @@ package io.kvstore.service.transport;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import io.kvstore.block.TierId;
+import io.kvstore.ffm.cufile.CuFile;
 import io.kvstore.ffm.ucx.Ucp;
+import io.kvstore.nixl.DevicePathChoice;
+import io.kvstore.nixl.NixlBackendSelection;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.TransportUnavailableException;
 import io.kvstore.service.transport.DataPlaneChoice.Decision;
 import io.kvstore.service.transport.DataPlaneChoice.Plane;
+import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -50,6 +54,8 @@ public final class TransportService implements AutoCloseable {
 
     private volatile LocalRegion region;
     private boolean ownsRegion;
+    /** The device (HBM) tier's memory registered with the NIXL agent as VRAM_SEG, when it is. */
+    private volatile LocalRegion deviceRegion;
 
     /**
      * A region as engines address it: the tier, its address in this process, length and key; over NIXL
@@ -160,6 +166,24 @@ public final class TransportService implements AutoCloseable {
                         : ownsRegion ? "registered" : "in UCX shared memory");
     }
 
+    /**
+     * Decides how the device tier meets NIXL and storage ({@link DevicePathChoice}), logs it, and registers
+     * the tier's device memory with the NIXL agent as {@code VRAM_SEG} when the tier is CUDA-backed and the
+     * data plane is NIXL, so an engine's agent can reach it; the region is then listed in {@link #view()}.
+     */
+    public DevicePathChoice.Decision attachDevice(DeviceTier hbm, NixlBackendSelection.Resolved backends) {
+        DevicePathChoice.Decision d = DevicePathChoice.decide(
+                !hbm.emulated(), decision.plane() == Plane.NIXL && engine != null, backends, CuFile.availability());
+        log.info(d.summary());
+        if (d.registerVram()) {
+            deviceRegion = engine.register(hbm.region(), MemoryKind.VRAM);
+            log.info(
+                    "one-sided transport: the {} MiB HBM tier registered as VRAM_SEG",
+                    hbm.region().byteSize() >> 20);
+        }
+        return d;
+    }
+
     public boolean available() {
         return engine != null && region != null;
     }
@@ -194,6 +218,25 @@ public final class TransportService implements AutoCloseable {
         RemoteRegion r = region.describe();
         String address = Base64.getEncoder().encodeToString(engine.localAddress());
         boolean nixl = decision.plane() == Plane.NIXL;
+        List<RegionView> regions = new java.util.ArrayList<>();
+        regions.add(new RegionView(
+                TIER.name(),
+                r.address(),
+                r.length(),
+                Base64.getEncoder().encodeToString(r.remoteKey()),
+                nixl ? "DRAM_SEG" : null,
+                nixl ? 0L : null));
+        LocalRegion device = deviceRegion;
+        if (device != null) {
+            RemoteRegion v = device.describe();
+            regions.add(new RegionView(
+                    TierId.HBM.name(),
+                    v.address(),
+                    v.length(),
+                    Base64.getEncoder().encodeToString(v.remoteKey()),
+                    "VRAM_SEG",
+                    0L));
+        }
         return new View(
                 engine.backend(),
                 plane,
@@ -201,13 +244,7 @@ public final class TransportService implements AutoCloseable {
                 null,
                 nixl ? null : address,
                 nixl ? address : null,
-                List.of(new RegionView(
-                        TIER.name(),
-                        r.address(),
-                        r.length(),
-                        Base64.getEncoder().encodeToString(r.remoteKey()),
-                        nixl ? "DRAM_SEG" : null,
-                        nixl ? 0L : null)));
+                List.copyOf(regions));
     }
 
     /** The address a peer uses for {@code offset} bytes into the registered tier. */
@@ -219,6 +256,9 @@ public final class TransportService implements AutoCloseable {
     @Override
     public void close() {
         if (engine != null) {
+            if (deviceRegion != null) {
+                deviceRegion.close();
+            }
             if (ownsRegion && region != null) {
                 region.close();
             }

@@ -77,11 +77,16 @@ public final class NixlAgent extends NativeHandle {
         int invoke(Arena arena) throws Throwable;
     }
 
-    /** Runs one C API call in a confined arena and maps a non-success status to a {@link NixlException}. */
+    /**
+     * Runs one C API call in a confined arena and maps a non-success status to a {@link NixlException}; a
+     * closed handle's {@link IllegalStateException} passes through unwrapped.
+     */
     static void call(String what, Call body) {
         int status;
         try (Arena arena = Arena.ofConfined()) {
             status = body.invoke(arena);
+        } catch (IllegalStateException closed) {
+            throw closed; // a closed handle, named by NativeHandle: the call never reached the library
         } catch (Throwable t) {
             throw new IllegalStateException(what + " could not be invoked", t);
         }

@@ -146,6 +146,8 @@ public final class NixlTransfer extends NativeHandle {
         int status;
         try {
             status = call.invoke();
+        } catch (IllegalStateException closed) {
+            throw closed; // this request or its agent is closed: named by NativeHandle, nothing was called
         } catch (Throwable t) {
             throw new IllegalStateException(what + " could not be invoked", t);
         }

@@ -1,0 +1,150 @@
+package io.kvstore.transfer.nixl;
+
+import io.kvstore.ffm.nixl.Nixl;
+import io.kvstore.ffm.nixl.NixlAgent;
+import io.kvstore.ffm.nixl.NixlBackend;
+import io.kvstore.ffm.nixl.NixlDescriptor;
+import io.kvstore.ffm.nixl.NixlException;
+import io.kvstore.ffm.nixl.NixlRegistration;
+import io.kvstore.ffm.nixl.NixlTransfer;
+import io.kvstore.transfer.TransferException;
+import io.kvstore.transfer.TransferSpan;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Moves spans between a memory region and a file through a NIXL agent's storage backend: the device
+ * tier's VRAM with {@code GDS} or {@code GDS_MT} (NVMe to and from GPU memory by DMA, the NIXL
+ * counterpart of {@link io.kvstore.transfer.local.GdsCopier}), or host memory with {@code POSIX}. The
+ * region ({@code VRAM_SEG} or {@code DRAM_SEG}) and the file ({@code FILE_SEG}, its descriptor as device
+ * id) are registered once, when the copier is made; each {@link #write} or {@link #read} is one NIXL
+ * request over the coalesced spans, addressed to the agent itself, polled until done.
+ *
+ * <p>The local side of a span is an offset into the region, the remote side an offset into the file,
+ * as for {@code GdsCopier}. The copier owns its agent and backend; closing it deregisters both and
+ * destroys the agent.
+ */
+public final class NixlFileCopier implements AutoCloseable {
+
+    private final NixlAgent agent;
+    private final NixlBackend backend;
+    private final int memoryType;
+    private final MemorySegment region;
+    private final int fd;
+    private final long fileBytes;
+    private final Duration timeout;
+    private final NixlRegistration memory;
+    private final NixlRegistration file;
+
+    /**
+     * A copier over {@code region} and the open file {@code fd} of {@code fileBytes} bytes.
+     *
+     * @param backendName {@code GDS}, {@code GDS_MT} or {@code POSIX}
+     * @param memoryType {@link Nixl#VRAM_SEG} (device memory, GDS backends) or {@link Nixl#DRAM_SEG}
+     * @param deviceId the GPU ordinal of VRAM, 0 for host memory
+     * @throws IllegalStateException when NIXL is unavailable, naming why
+     * @throws NixlException when the backend cannot be created or the memory or file not registered
+     */
+    public NixlFileCopier(
+            String agentName,
+            String backendName,
+            int memoryType,
+            MemorySegment region,
+            long deviceId,
+            int fd,
+            long fileBytes,
+            Duration timeout) {
+        if (!Nixl.availability().available()) {
+            throw new IllegalStateException(
+                    "NIXL file copier unavailable: " + Nixl.availability().detail());
+        }
+        this.memoryType = memoryType;
+        this.region = region;
+        this.fd = fd;
+        this.fileBytes = fileBytes;
+        this.timeout = timeout;
+        this.agent = Nixl.get().createAgent(agentName, new NixlAgent.Config(false, 0));
+        NixlBackend created = null;
+        NixlRegistration mem = null;
+        try {
+            created = agent.createBackend(backendName, Map.of());
+            mem = agent.register(
+                    memoryType, List.of(new NixlDescriptor(region.address(), region.byteSize(), deviceId)), created);
+            this.file = agent.register(Nixl.FILE_SEG, List.of(new NixlDescriptor(0, fileBytes, fd)), created);
+        } catch (RuntimeException e) {
+            if (mem != null) {
+                mem.close();
+            }
+            if (created != null) {
+                created.close();
+            }
+            agent.close();
+            throw e;
+        }
+        this.backend = created;
+        this.memory = mem;
+    }
+
+    /** The backend moving the bytes ({@code GDS}, {@code GDS_MT}, {@code POSIX}). */
+    public String backend() {
+        return backend.plugin();
+    }
+
+    /** Writes each span of the region (local offset) into the file at the span's remote offset; returns bytes. */
+    public long write(List<TransferSpan> spans) {
+        return move(Nixl.XFER_WRITE, spans);
+    }
+
+    /** Reads each span from the file at its remote offset into the region at its local offset; returns bytes. */
+    public long read(List<TransferSpan> spans) {
+        return move(Nixl.XFER_READ, spans);
+    }
+
+    private long move(int operation, List<TransferSpan> spans) {
+        List<TransferSpan> merged = TransferSpan.coalesce(spans);
+        List<NixlDescriptor> local = new ArrayList<>(merged.size());
+        List<NixlDescriptor> remote = new ArrayList<>(merged.size());
+        long bytes = 0;
+        long deviceId = memory.descriptors().getFirst().deviceId();
+        for (TransferSpan s : merged) {
+            if (s.localOffset() + s.length() > region.byteSize() || s.remoteOffset() + s.length() > fileBytes) {
+                throw new IllegalArgumentException("span " + s + " lies outside the region (" + region.byteSize()
+                        + " bytes) or the file (" + fileBytes + " bytes)");
+            }
+            local.add(new NixlDescriptor(region.address() + s.localOffset(), s.length(), deviceId));
+            remote.add(new NixlDescriptor(s.remoteOffset(), s.length(), fd));
+            bytes += s.length();
+        }
+        String what = (operation == Nixl.XFER_WRITE ? "write" : "read") + " of " + bytes + " bytes in " + merged.size()
+                + " span(s) over NIXL " + backend.plugin();
+        long deadline = System.nanoTime() + timeout.toNanos();
+        try (NixlTransfer transfer = agent.createTransfer(
+                operation, memoryType, local, Nixl.FILE_SEG, remote, agent.name(), backend, null)) {
+            boolean done = transfer.post();
+            while (!done) {
+                if (System.nanoTime() > deadline) {
+                    throw new TransferException("NIXL " + what + " timed out after " + timeout);
+                }
+                Thread.onSpinWait();
+                done = transfer.isDone();
+            }
+        } catch (NixlException e) {
+            throw new TransferException("NIXL " + what + " failed: " + e.getMessage(), e);
+        }
+        return bytes;
+    }
+
+    @Override
+    public void close() {
+        try {
+            file.close();
+            memory.close();
+            backend.close();
+        } finally {
+            agent.close();
+        }
+    }
+}
