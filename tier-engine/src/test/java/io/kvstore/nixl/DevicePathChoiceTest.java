@@ -86,7 +86,7 @@ class DevicePathChoiceTest {
 
     @ParameterizedTest
     @CsvSource({
-        "false, true, its memory is emulated (host memory), never registered as VRAM",
+        "false, true, 'its memory is emulated (host memory), never registered as VRAM'",
         "true, false, the one-sided data plane is not a NIXL agent",
         "true, true, CUDA device memory and a NIXL data plane"
     })
