@@ -104,6 +104,22 @@ def test_a_block_damaged_in_place_after_commit_fails_its_check_on_the_way_out(cl
         local.fetch(ns, hashes)
 
 
+def test_checksums_taken_beside_the_copies_still_stop_at_the_first_damaged_block(client, local, ns, monkeypatch):
+    from kvstore import shm
+
+    monkeypatch.setattr(shm, "_GROUP", SMALL.block_bytes)  # every block a group of its own: the helper thread
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(6, SMALL.block_bytes, seed=16)
+    assert len(local.store(ns, blocks).committed) == 6  # CRC32Cs of the sources computed beside the copies
+    lease = client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [h.hex() for h in hashes]})
+    off = lease["locations"][4]["offset"]
+    client.release(lease["leaseId"])
+    local.mem[off + 7] ^= 0x01
+    out = [bytearray(SMALL.block_bytes) for _ in hashes]
+    assert local.load(ns, hashes, out) == 4
+    assert [bytes(o) for o in out[:4]] == [bytes(d) for d in data[:4]]
+
+
 def test_blocks_held_only_on_nvme_come_over_http_under_the_same_lease(service, client, local, ns):
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(8, SMALL.block_bytes, seed=16)

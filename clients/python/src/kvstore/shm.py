@@ -20,6 +20,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
@@ -33,8 +34,21 @@ from .errors import ChecksumMismatch, KvStoreError, NotFound, ServiceUnavailable
 
 __all__ = ["LocalDataPath", "HttpDataPath", "StoreResult", "data_path"]
 
-# copy and checksum in pieces that stay in cache between the two passes
-_PIECE = 256 * 1024
+# CRC32Cs are taken in groups of about this many bytes on a helper thread while the caller's thread copies
+# the next blocks (ISA-L through ctypes and numpy's copy both release the GIL), so on a machine with a spare
+# core a batch costs about its copies rather than copies plus checksums; the last group runs on the caller's
+# thread (nothing left to overlap with).
+_GROUP = 4 << 20
+_pool: Optional[ThreadPoolExecutor] = None
+_pool_lock = threading.Lock()
+
+
+def _helper() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvstore-crc32c")
+        return _pool
 
 
 @dataclass(frozen=True)
@@ -46,45 +60,65 @@ class StoreResult:
     failed: List[tuple]
 
 
-def copy_with_crc(dst: np.ndarray, src: np.ndarray, checksum_dst: bool, crc: int = 0) -> int:
-    """Copies src into dst (same length) piece by piece, returning the CRC32C of the bytes copied (continuing
-    from ``crc``), taken from ``dst`` (what landed) or ``src`` (what was meant) while each piece is in cache."""
-    n = src.nbytes
-    if not _crc.ACCELERATED:
-        np.copyto(dst, src)
-        return _crc.crc32c(dst if checksum_dst else src, crc)
-    base = _address(dst if checksum_dst else src)
-    for pos in range(0, n, _PIECE):
-        end = min(n, pos + _PIECE)
-        np.copyto(dst[pos:end], src[pos:end])
-        crc = _crc.crc32c_address(base + pos, end - pos, crc)
+def _crc_of(pieces: List[np.ndarray]) -> int:
+    """The CRC32C of a block's pieces back to back."""
+    crc = 0
+    for p in pieces:
+        crc = _crc.crc32c_address(_address(p), p.nbytes, crc) if _crc.ACCELERATED and p.nbytes else _crc.crc32c(p, crc)
     return crc
 
 
-def copy_in(slot: np.ndarray, data: Any) -> int:
-    """Copies a block's pieces into its slot back to back; the CRC32C of what was meant."""
+def _crcs_of(blocks: List[List[np.ndarray]]) -> List[int]:
+    return [_crc_of(b) for b in blocks]
+
+
+class Checksums:
+    """The CRC32Cs of blocks added in order, computed in groups on the helper thread as groups fill up
+    (``overlap``), the last group on the caller's thread in :meth:`results`."""
+
+    def __init__(self, overlap: bool = True):
+        self._overlap = overlap
+        self._done: list = []  # futures, then the last group's list
+        self._group: List[List[np.ndarray]] = []
+        self._bytes = 0
+
+    def add(self, pieces: List[np.ndarray]) -> None:
+        self._group.append(pieces)
+        self._bytes += sum(p.nbytes for p in pieces)
+        if self._overlap and self._bytes >= _GROUP:
+            self._done.append(_helper().submit(_crcs_of, self._group))
+            self._group, self._bytes = [], 0
+
+    def results(self) -> List[int]:
+        out: List[int] = []
+        for f in self._done:
+            out.extend(f.result())
+        out.extend(_crcs_of(self._group))
+        return out
+
+
+def _pieces(data: Any, size: int, what: str) -> List[np.ndarray]:
     pieces = _parts(data)
-    size = sum(p.nbytes for p in pieces)
-    if size != slot.nbytes:
-        raise ValueError(f"block has {size} bytes; the namespace's blocks have {slot.nbytes}")
-    crc, pos = 0, 0
-    for p in pieces:
-        crc = copy_with_crc(slot[pos : pos + p.nbytes], p, checksum_dst=False, crc=crc)
-        pos += p.nbytes
-    return crc
+    total = sum(p.nbytes for p in pieces)
+    if total != size:
+        raise ValueError(what.format(have=total, want=size))
+    return pieces
 
 
-def copy_out(slot: np.ndarray, out: Any) -> int:
-    """Copies a slot into the caller's piece(s) back to back; the CRC32C of what landed there."""
-    pieces = _parts(out)
-    size = sum(p.nbytes for p in pieces)
-    if size != slot.nbytes:
-        raise ValueError(f"the buffer has {size} bytes, the block has {slot.nbytes}")
-    crc, pos = 0, 0
+def copy_in(slot: np.ndarray, pieces: List[np.ndarray]) -> None:
+    """Copies a block's pieces into its slot back to back."""
+    pos = 0
     for p in pieces:
-        crc = copy_with_crc(p, slot[pos : pos + p.nbytes], checksum_dst=True, crc=crc)
+        np.copyto(slot[pos : pos + p.nbytes], p)
         pos += p.nbytes
-    return crc
+
+
+def copy_out(slot: np.ndarray, pieces: List[np.ndarray]) -> None:
+    """Copies a slot into the caller's pieces back to back."""
+    pos = 0
+    for p in pieces:
+        np.copyto(p, slot[pos : pos + p.nbytes])
+        pos += p.nbytes
 
 
 class LocalDataPath:
@@ -149,10 +183,20 @@ class LocalDataPath:
         try:
             mem = self._region(r["regionId"])
             by_hash = {_hex(b.hash): b for b in blocks}
-            crcs = {}
+            todo = []  # (slot view, the block's pieces, hash)
             for slot in r["slots"]:
                 off, length = slot["offset"], slot["length"]
-                crcs[slot["hash"]] = copy_in(mem[off : off + length], by_hash[slot["hash"]].data)
+                pieces = _pieces(by_hash[slot["hash"]].data, length,
+                                 "block has {have} bytes; the namespace's blocks have {want}")
+                todo.append((mem[off : off + length], pieces, slot["hash"]))
+            # the CRC32Cs of what is meant (the sources) run beside the copies; kvstore checksums each slot at
+            # commit and refuses any that differs, so a copy that did not land whole is never visible
+            sums = Checksums(overlap=len(todo) > 1)
+            for _, pieces, _ in todo:
+                sums.add(pieces)
+            for dst, pieces, _ in todo:
+                copy_in(dst, pieces)
+            crcs = {h: c for (_, _, h), c in zip(todo, sums.results())}
             if not r["slots"]:
                 self.client.cancel(r["reservationId"])
                 committed = True
@@ -193,19 +237,24 @@ class LocalDataPath:
             return 0
         try:
             mem = self._region(r["regionId"])
+            locations = r["locations"]
+            local = 0  # the leading blocks that lie in the mapped tier; the rest come over HTTP
+            while local < len(locations) and locations[local].get("offset") is not None:
+                local += 1
+            # copy each out, then take the CRC32C of the copy (what the caller gets) on the helper thread
+            # while the next blocks are copied; count the leading ones that match
+            sums = Checksums(overlap=local > 1)
+            for i in range(local):
+                off, length = locations[i]["offset"], locations[i]["length"]
+                pieces = _pieces(out[i], length, "the buffer has {have} bytes, the block has {want}")
+                copy_out(mem[off : off + length], pieces)
+                sums.add(pieces)
             loaded = 0
-            remote = []  # (index) of leased blocks only on NVMe
-            for i, loc in enumerate(r["locations"]):
-                if loc.get("offset") is None:
-                    remote.append(i)
-                    continue
-                if remote:  # keep order simple: stop the in-place run, fetch the rest over HTTP below
-                    remote.append(i)
-                    continue
-                off, length = loc["offset"], loc["length"]
-                if copy_out(mem[off : off + length], out[i]) != loc["crc32c"]:
+            for loc, crc in zip(locations, sums.results()):
+                if crc != loc["crc32c"]:
                     return loaded
                 loaded += 1
+            remote = list(range(local, len(locations)))
             if remote:
                 want = [hashes[i] for i in remote]
                 try:
