@@ -24,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Predicate;
 import org.jspecify.annotations.Nullable;
@@ -62,7 +63,9 @@ final class Mover implements AutoCloseable {
     private final Residency residency;
     private final EngineEvents events;
     private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
-    private final EnumMap<TierId, AtomicBoolean> demotionFailing = new EnumMap<>(TierId.class);
+    /** Per tier, why copies out of it fail (the first failure's reason), or null while they work. */
+    private final EnumMap<TierId, AtomicReference<@Nullable String>> demotionFailing = new EnumMap<>(TierId.class);
+
     private final Set<BlockKey> promotionsQueued = ConcurrentHashMap.newKeySet();
     private final Set<String> writeThrough = ConcurrentHashMap.newKeySet();
     private final ExecutorService worker = Executors.newSingleThreadExecutor(
@@ -76,7 +79,7 @@ final class Mover implements AutoCloseable {
         this.events = events;
         for (TierId id : stack.ids()) {
             demotionQueued.put(id, new AtomicBoolean());
-            demotionFailing.put(id, new AtomicBoolean());
+            demotionFailing.put(id, new AtomicReference<>());
         }
     }
 
@@ -384,7 +387,8 @@ final class Mover implements AutoCloseable {
 
     /** Demotion out of {@code id} fails: said once per state change (a log line and an event), not per block. */
     private void demotionFailing(TierId id, TierId below, Exception e) {
-        if (Objects.requireNonNull(demotionFailing.get(id)).compareAndSet(false, true)) {
+        String reason = "demotion from " + id + " to " + below + " fails (" + e + "); blocks stay in " + id;
+        if (Objects.requireNonNull(demotionFailing.get(id)).compareAndSet(null, reason)) {
             log.warn(
                     "demotion from {} to {} fails ({}); blocks stay in {} and new stores are refused once it is full",
                     id,
@@ -396,10 +400,17 @@ final class Mover implements AutoCloseable {
     }
 
     private void demotionWorks(TierId id) {
-        if (Objects.requireNonNull(demotionFailing.get(id)).compareAndSet(true, false)) {
+        if (Objects.requireNonNull(demotionFailing.get(id)).getAndSet(null) != null) {
             log.info("demotion from {} works again", id);
             events.demotionRecovered(id);
         }
+    }
+
+    /** Why copies out of {@code id} fail, or null while they work (or it was never tried). */
+    @Nullable
+    String demotionFailure(TierId id) {
+        AtomicReference<@Nullable String> failing = demotionFailing.get(id);
+        return failing == null ? null : failing.get();
     }
 
     /** Records a new copy in {@code to} and announces it, in order with any removal: see Residency#publish. */

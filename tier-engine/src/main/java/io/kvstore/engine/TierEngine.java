@@ -420,7 +420,7 @@ public final class TierEngine implements AutoCloseable {
     }
 
     public List<TierStats> stats() {
-        return stack.stats();
+        return stack.stats(mover::demotionFailure);
     }
 
     public Set<TierId> tierIds() {

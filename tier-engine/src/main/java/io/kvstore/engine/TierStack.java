@@ -119,16 +119,16 @@ final class TierStack implements AutoCloseable {
         return tiers.values();
     }
 
-    /** Whether {@code id} has passed its high watermark. */
+    /** Whether {@code id} has passed its high watermark (of the bytes it can hold now, see usableBytes). */
     boolean aboveHighWatermark(TierId id) {
         BlockTier tier = get(id);
-        return tier.usedBytes() > settings(id).highWatermark() * tier.capacityBytes();
+        return tier.usedBytes() > settings(id).highWatermark() * tier.usableBytes();
     }
 
     /** Bytes {@code id} holds above its low watermark; zero or less when it is below. */
     long excessOverLowWatermark(TierId id) {
         BlockTier tier = get(id);
-        return tier.usedBytes() - (long) (settings(id).lowWatermark() * tier.capacityBytes());
+        return tier.usedBytes() - (long) (settings(id).lowWatermark() * tier.usableBytes());
     }
 
     void setPolicy(TierId id, EvictionPolicyKind kind) {
@@ -144,16 +144,23 @@ final class TierStack implements AutoCloseable {
         log.info("tier {}: watermarks now high {} low {}", id, high, low);
     }
 
-    List<TierStats> stats() {
+    /** Each tier's figures; {@code demotionFailure} names why copies out of a tier fail, or gives null. */
+    List<TierStats> stats(Function<TierId, @Nullable String> demotionFailure) {
         List<TierStats> out = new ArrayList<>();
         for (BlockTier t : tiers.values()) {
+            String shortage = t.shortage();
+            String failing = demotionFailure.apply(t.id());
+            String degraded = shortage == null ? failing : failing == null ? shortage : shortage + "; " + failing;
             out.add(new TierStats(
                     t.id(),
                     t.provider(),
                     t instanceof MemoryTier m && m.emulated() || t instanceof DeviceTier d && d.emulated(),
                     t.capacityBytes(),
+                    t.usableBytes(),
                     t.usedBytes(),
                     t.blockCount(),
+                    t.outOfSpaceErrors(),
+                    degraded,
                     settings(t.id())));
         }
         return out;

@@ -22,6 +22,24 @@ public interface BlockTier extends AutoCloseable {
 
     long capacityBytes();
 
+    /**
+     * Bytes the tier can hold now: its capacity, less what the storage below it failed to provide (a
+     * filesystem that ran out of space before the tier's files reached their configured size).
+     */
+    default long usableBytes() {
+        return capacityBytes();
+    }
+
+    /** Why {@link #usableBytes} is below the capacity, or null while it is not. */
+    default @Nullable String shortage() {
+        return null;
+    }
+
+    /** Writes refused by the storage below for want of space (ENOSPC, EFBIG, EDQUOT) since the tier opened. */
+    default long outOfSpaceErrors() {
+        return 0;
+    }
+
     /** Bytes of slots in use (slot size, not block length). */
     long usedBytes();
 

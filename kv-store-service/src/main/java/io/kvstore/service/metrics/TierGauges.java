@@ -4,12 +4,16 @@ import io.kvstore.block.TierId;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierStats;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.binder.MeterBinder;
 import java.util.function.ToDoubleFunction;
 
-/** Gauges read from the engine when scraped: per-tier capacity, use and block count, and active leases. */
+/**
+ * Gauges read from the engine when scraped: per-tier capacity (configured and usable now), use, block count,
+ * whether it is degraded and how many writes its storage refused for want of space, and active leases.
+ */
 public final class TierGauges implements MeterBinder {
 
     private final TierEngine engine;
@@ -21,7 +25,31 @@ public final class TierGauges implements MeterBinder {
     @Override
     public void bindTo(MeterRegistry registry) {
         for (TierId tier : engine.tierIds()) {
-            gauge(registry, "kvstore.tier.capacity.bytes", "Bytes the tier can hold", tier, TierStats::capacityBytes);
+            gauge(
+                    registry,
+                    "kvstore.tier.capacity.bytes",
+                    "Bytes the tier is configured to hold",
+                    tier,
+                    TierStats::capacityBytes);
+            gauge(
+                    registry,
+                    "kvstore.tier.capacity.effective.bytes",
+                    "Bytes the tier can hold now: less than its capacity while its filesystem is out of space",
+                    tier,
+                    TierStats::usableBytes);
+            gauge(
+                    registry,
+                    "kvstore.tier.degraded",
+                    "1 while the tier is degraded (shrunk by a full filesystem, or demotion out of it failing)",
+                    tier,
+                    s -> s.degraded() == null ? 0 : 1);
+            FunctionCounter.builder(
+                            "kvstore.tier.out.of.space",
+                            engine,
+                            e -> stats(e, tier).outOfSpaceErrors())
+                    .tag("tier", tier.name())
+                    .description("Writes the tier's storage refused for want of space (ENOSPC, EFBIG, EDQUOT)")
+                    .register(registry);
             gauge(registry, "kvstore.tier.used.bytes", "Bytes of slots in use", tier, TierStats::usedBytes);
             gauge(registry, "kvstore.tier.blocks", "Blocks held", tier, TierStats::blocks);
         }

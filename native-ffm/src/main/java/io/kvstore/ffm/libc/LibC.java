@@ -37,6 +37,10 @@ public final class LibC {
     public static final int EINVAL = 22;
     /** errno: no space left on device. */
     public static final int ENOSPC = 28;
+    /** errno: file too large (beyond the process's RLIMIT_FSIZE or the filesystem's limit). */
+    public static final int EFBIG = 27;
+    /** errno: disk quota exceeded. */
+    public static final int EDQUOT = 122;
     /** errno: interrupted system call. */
     public static final int EINTR = 4;
 

@@ -13,7 +13,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * without copying. Slots are 4 KiB-aligned and a multiple of 4 KiB long, so a slot can be the source or
  * target of O_DIRECT I/O and of one-sided transfers without a bounce buffer. One region means one
  * registration with UCX/NIXL for the whole tier. Each slot size has its own lock; the slab pool's lock
- * is taken only when a slab changes hands.
+ * is taken only when a slab changes hands. Slabs can be withheld (a file-backed region whose filesystem
+ * ran out of space) and restored; a withheld slab hands out no new slot.
  */
 public final class SlabAllocator {
 
@@ -25,6 +26,12 @@ public final class SlabAllocator {
     private final ArrayDeque<Integer> freeSlabs = new ArrayDeque<>();
     private final ConcurrentHashMap<Long, SlotClass> classes = new ConcurrentHashMap<>();
     private final AtomicLong usedBytes = new AtomicLong();
+    /** Slabs out of use ({@link #withhold}); guarded by {@link #freeSlabs}. */
+    private final java.util.BitSet withheld = new java.util.BitSet();
+    /** Withheld slabs that hold no slot (so {@link #restore} can hand them out again); guarded by freeSlabs. */
+    private final java.util.BitSet withheldIdle = new java.util.BitSet();
+    /** Whether any slab was ever withheld: lets allocation skip the check while none is. */
+    private volatile boolean anyWithheld;
 
     /**
      * @param regionBytes the region's size; the tail beyond a whole number of slabs is not used
@@ -56,6 +63,65 @@ public final class SlabAllocator {
     /** Bytes usable for slots: whole slabs only. */
     public long capacityBytes() {
         return slabSize * slabCount;
+    }
+
+    /** Bytes in slabs that are not withheld: what the region can hold now. */
+    public long usableBytes() {
+        synchronized (freeSlabs) {
+            return slabSize * (slabCount - withheld.cardinality());
+        }
+    }
+
+    /**
+     * Takes slabs {@code [fromSlab, toSlab)} out of use (their backing store ran out of space): free ones at
+     * once, the others as soon as their last slot is freed. Slots already in them stay valid.
+     *
+     * @return how many slabs were newly withheld
+     */
+    public int withhold(int fromSlab, int toSlab) {
+        int added = 0;
+        anyWithheld = true;
+        synchronized (freeSlabs) {
+            for (int i = Math.max(0, fromSlab); i < Math.min(slabCount, toSlab); i++) {
+                if (!withheld.get(i)) {
+                    withheld.set(i);
+                    added++;
+                    if (freeSlabs.remove(i)) {
+                        withheldIdle.set(i);
+                    }
+                }
+            }
+        }
+        return added;
+    }
+
+    /**
+     * Puts withheld slabs {@code [fromSlab, toSlab)} back in use.
+     *
+     * @return how many slabs were restored
+     */
+    public int restore(int fromSlab, int toSlab) {
+        int restored = 0;
+        synchronized (freeSlabs) {
+            for (int i = Math.max(0, fromSlab); i < Math.min(slabCount, toSlab); i++) {
+                if (withheld.get(i)) {
+                    withheld.clear(i);
+                    restored++;
+                    if (withheldIdle.get(i)) {
+                        withheldIdle.clear(i);
+                        freeSlabs.add(i);
+                    }
+                }
+            }
+        }
+        return restored;
+    }
+
+    /** Whether slab {@code slab} is withheld. */
+    public boolean withheld(int slab) {
+        synchronized (freeSlabs) {
+            return withheld.get(slab);
+        }
     }
 
     /** Bytes of slots handed out and not yet freed. */
@@ -145,7 +211,11 @@ public final class SlabAllocator {
 
     private void returnSlab(int slab) {
         synchronized (freeSlabs) {
-            freeSlabs.push(slab);
+            if (withheld.get(slab)) {
+                withheldIdle.set(slab);
+            } else {
+                freeSlabs.push(slab);
+            }
         }
     }
 
@@ -167,6 +237,12 @@ public final class SlabAllocator {
 
         synchronized long allocate() {
             Slab slab = partial.peek();
+            while (slab != null && anyWithheld && withheld(slab.index)) {
+                // out of use until a slot in it is freed (then checked again) or it empties and is withheld
+                partial.remove(slab);
+                slab.benched = true;
+                slab = partial.peek();
+            }
             if (slab == null) {
                 Integer index = takeSlab();
                 if (index == null) {
@@ -213,7 +289,8 @@ public final class SlabAllocator {
                 partial.remove(slab);
                 owned.remove(index);
                 returnSlab(index);
-            } else if (wasFull) {
+            } else if (wasFull || slab.benched) {
+                slab.benched = false;
                 partial.push(slab);
             }
         }
@@ -225,6 +302,8 @@ public final class SlabAllocator {
         final int[] free;
         final java.util.BitSet inUse;
         int freeCount;
+        /** Taken out of {@code partial} because its slab is withheld. */
+        boolean benched;
 
         Slab(int index, int slots) {
             this.index = index;

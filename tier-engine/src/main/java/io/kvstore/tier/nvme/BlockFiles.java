@@ -162,6 +162,16 @@ final class BlockFiles implements AutoCloseable {
         LibC.fdatasync(fdFor(offset), pathOf(offset));
     }
 
+    /** Whether file {@code file} exists and is open (it was created and preallocated, or found at start). */
+    boolean created(int file) {
+        return openFds.get(file) >= 0;
+    }
+
+    /** The directory holding file {@code file}. */
+    Path dirOf(int file) {
+        return paths[file].getParent();
+    }
+
     /** The file index of a linear offset. */
     int fileOf(long offset) {
         return (int) (offset / config.fileSizeBytes());

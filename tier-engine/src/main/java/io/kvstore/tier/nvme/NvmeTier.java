@@ -3,6 +3,7 @@ package io.kvstore.tier.nvme;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
@@ -22,6 +23,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -37,6 +39,14 @@ import org.slf4j.LoggerFactory;
  * threads when the source memory is shared (memory confined to one thread is written by that thread).
  * Every read is checked against the CRC32C taken at
  * store time; a block that fails is dropped and counted.
+ *
+ * <p>A filesystem that runs out of space below the configured capacity shrinks the usable capacity
+ * ({@link DiskSpace}): the write fails as {@link TierFullException}, so the engine evicts this tier's own
+ * victims and retries, and the capacity grows back when the filesystem has room again.
+ *
+ * <p>Why it is long: recovery, the group-committed write with its rollback of slots, and the verified read
+ * share one map, index and allocator, and the order between them is the durability argument above; what
+ * stands alone is already its own class ({@link BlockFiles}, {@link NvmeIndex}, {@link DiskSpace}).
  */
 public final class NvmeTier implements BlockTier {
 
@@ -52,6 +62,7 @@ public final class NvmeTier implements BlockTier {
     private final List<BlockRecord> recovered;
     private final LongAdder checksumFailures = new LongAdder();
     private final LongAdder groupCommits = new LongAdder();
+    private final DiskSpace space;
 
     /** Opens (or creates) the tier, rebuilding its map and free space from the index. */
     public NvmeTier(NvmeTierConfig config) throws IOException {
@@ -62,6 +73,7 @@ public final class NvmeTier implements BlockTier {
         try {
             index.checkGeometry(config);
             this.files = new BlockFiles(config);
+            this.space = new DiskSpace(config, files, slabs);
         } catch (IOException | RuntimeException e) {
             index.close();
             throw e;
@@ -112,6 +124,21 @@ public final class NvmeTier implements BlockTier {
     @Override
     public long capacityBytes() {
         return slabs.capacityBytes();
+    }
+
+    @Override
+    public long usableBytes() {
+        return slabs.usableBytes();
+    }
+
+    @Override
+    public @Nullable String shortage() {
+        return space.shortage();
+    }
+
+    @Override
+    public long outOfSpaceErrors() {
+        return space.errors();
     }
 
     @Override
@@ -178,9 +205,13 @@ public final class NvmeTier implements BlockTier {
                 }
                 long slotSize = SlabAllocator.slotSizeFor(r.length());
                 long offset = slabs.allocate(slotSize);
+                if (offset < 0 && space.maybeRegrow()) {
+                    offset = slabs.allocate(slotSize);
+                }
                 if (offset < 0) {
                     throw new TierFullException("NVMe tier has no free slot of " + slotSize + " bytes ("
-                            + slabs.usedBytes() + " of " + slabs.capacityBytes() + " bytes used)");
+                            + slabs.usedBytes() + " of " + slabs.usableBytes() + " usable bytes used, "
+                            + slabs.capacityBytes() + " configured)");
                 }
                 long now = System.currentTimeMillis();
                 entries.add(new NvmeIndex.Entry(r, offset, slotSize, now, now));
@@ -215,8 +246,14 @@ public final class NvmeTier implements BlockTier {
             index.putAll(entries);
             groupCommits.increment();
         } catch (IOException | RuntimeException e) {
+            List<Long> offsets = new ArrayList<>(entries.size());
             for (NvmeIndex.Entry entry : entries) {
                 slabs.free(entry.offset(), entry.slotSize());
+                offsets.add(entry.offset());
+            }
+            PosixException noSpace = DiskSpace.outOfSpace(e);
+            if (noSpace != null) {
+                throw space.shrink(noSpace, offsets);
             }
             throw e;
         }

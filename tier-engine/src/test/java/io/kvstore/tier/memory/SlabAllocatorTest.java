@@ -68,4 +68,29 @@ class SlabAllocatorTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("slab-size");
     }
+
+    @Test
+    void withheldSlabsHandOutNoSlotUntilRestored() {
+        SlabAllocator slabs = new SlabAllocator(4 * 64 * KIB, 64 * KIB);
+        long first = slabs.allocate(16 * KIB); // slab 0 is cut into 16 KiB slots
+        assertThat(first / (64 * KIB)).isZero();
+
+        assertThat(slabs.withhold(0, 2)).isEqualTo(2);
+        assertThat(slabs.usableBytes()).isEqualTo(2 * 64 * KIB);
+        Set<Long> slabsUsed = new HashSet<>();
+        long offset;
+        while ((offset = slabs.allocate(16 * KIB)) >= 0) {
+            slabsUsed.add(offset / (64 * KIB));
+        }
+        assertThat(slabsUsed).containsExactlyInAnyOrder(2L, 3L);
+
+        slabs.free(first, 16 * KIB); // slab 0 empties while withheld: it does not go back to the pool
+        assertThat(slabs.allocate(64 * KIB)).isEqualTo(-1);
+        assertThat(slabs.restore(0, 4)).isEqualTo(2);
+        assertThat(slabs.usableBytes()).isEqualTo(4 * 64 * KIB);
+        Set<Long> restored = new HashSet<>();
+        restored.add(slabs.allocate(64 * KIB) / (64 * KIB));
+        restored.add(slabs.allocate(64 * KIB) / (64 * KIB));
+        assertThat(restored).containsExactlyInAnyOrder(0L, 1L);
+    }
 }
