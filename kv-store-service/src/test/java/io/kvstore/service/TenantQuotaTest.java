@@ -145,6 +145,11 @@ class TenantQuotaTest {
         // storing a block alpha already holds adds nothing and is not refused
         assertThat(storeOne("a-1", ALPHA, 1000).statusCode()).isEqualTo(200);
 
+        var metrics = http().get("/actuator/prometheus").body();
+        assertThat(metrics)
+                .contains("kvstore_tenant_bytes{tenant=\"alpha\",tier=\"DRAM\"} " + (double) (16 * BLOCK))
+                .contains("kvstore_tenant_quota_bytes{tenant=\"alpha\",tier=\"DRAM\"} " + (double) (16 * BLOCK))
+                .containsPattern("kvstore_tenant_quota_refusals_total\\{tenant=\"alpha\",tier=\"DRAM\"} [1-9]");
         // beta, without a quota, stores more than alpha's quota meanwhile
         assertThat(store("b-1", BETA, 2000, 40).statusCode()).isEqualTo(200);
         assertThat(bytes("beta", "DRAM")).isEqualTo(40 * BLOCK);

@@ -55,8 +55,8 @@ public class EngineConfiguration {
     }
 
     @Bean
-    TenantUsage tenantUsage(KvStoreProperties properties, NamespaceRegistry namespaces) {
-        return new TenantUsage(properties, namespaces::owner);
+    TenantUsage tenantUsage(KvStoreProperties properties, NamespaceRegistry namespaces, MeterRegistry registry) {
+        return new TenantUsage(properties, namespaces::owner, registry);
     }
 
     @Bean(destroyMethod = "close")

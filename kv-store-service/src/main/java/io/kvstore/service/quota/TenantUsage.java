@@ -7,6 +7,9 @@ import io.kvstore.engine.EngineEvents;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.QuotaExceededException;
 import io.kvstore.service.security.Caller;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -29,6 +32,9 @@ import org.jspecify.annotations.Nullable;
  * tenant's own counter; no lock is shared between tenants, or between tiers of one tenant. Demotions and
  * promotions are never refused: a tenant's bytes in a lower tier may pass its quota there by what its
  * upper tiers still held, and then only its new stores are refused.
+ *
+ * <p>Metrics: {@code kvstore_tenant_bytes{tenant,tier}}, {@code kvstore_tenant_quota_bytes{tenant,tier}}
+ * (tiers with a quota) and {@code kvstore_tenant_quota_refusals_total{tenant,tier}}.
  */
 public final class TenantUsage implements EngineEvents {
 
@@ -36,6 +42,7 @@ public final class TenantUsage implements EngineEvents {
 
     private final Function<String, @Nullable String> ownerOf;
     private final KvStoreProperties properties;
+    private final MeterRegistry registry;
     private final long[] capacity = new long[TIERS.length];
     private final ConcurrentHashMap<String, Account> tenants = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, Account> namespaces = new ConcurrentHashMap<>();
@@ -43,8 +50,10 @@ public final class TenantUsage implements EngineEvents {
     /**
      * @param ownerOf the tenant owning a namespace, or null when unknown (then {@link Caller#LOCAL_TENANT})
      */
-    public TenantUsage(KvStoreProperties properties, Function<String, @Nullable String> ownerOf) {
+    public TenantUsage(
+            KvStoreProperties properties, Function<String, @Nullable String> ownerOf, MeterRegistry registry) {
         this.properties = properties;
+        this.registry = registry;
         this.ownerOf = ownerOf;
         var t = properties.tiers();
         if (t.hbm() != null) {
@@ -62,6 +71,7 @@ public final class TenantUsage implements EngineEvents {
         final AtomicLongArray bytes = new AtomicLongArray(TIERS.length);
         final long[] limit = new long[TIERS.length];
         final String[] source = new String[TIERS.length];
+        final Counter[] refusals = new Counter[TIERS.length];
 
         Account(String tenant) {
             this.tenant = tenant;
@@ -119,6 +129,24 @@ public final class TenantUsage implements EngineEvents {
                 a.source[i] = "kvstore.limits.tier-fraction-per-tenant of " + Sizes.human(capacity[i]);
             } else {
                 a.limit[i] = Long.MAX_VALUE;
+            }
+            if (capacity[i] > 0) {
+                Gauge.builder("kvstore.tenant.bytes", a.bytes, b -> b.get(i))
+                        .description("bytes of the tenant's blocks in the tier (and charged to stores in progress)")
+                        .baseUnit("bytes")
+                        .tags("tenant", tenant, "tier", tier.name())
+                        .register(registry);
+                if (a.limit[i] != Long.MAX_VALUE) {
+                    Gauge.builder("kvstore.tenant.quota", a.limit, l -> l[i])
+                            .description("the tenant's quota in the tier")
+                            .baseUnit("bytes")
+                            .tags("tenant", tenant, "tier", tier.name())
+                            .register(registry);
+                }
+                a.refusals[i] = Counter.builder("kvstore.tenant.quota.refusals")
+                        .description("stores and reservations refused because the tenant was at its quota in the tier")
+                        .tags("tenant", tenant, "tier", tier.name())
+                        .register(registry);
             }
         }
         return a;
@@ -183,6 +211,10 @@ public final class TenantUsage implements EngineEvents {
     }
 
     private static QuotaExceededException refusal(Account a, TierId tier, long held, long asked) {
+        Counter refused = a.refusals[tier.ordinal()];
+        if (refused != null) {
+            refused.increment();
+        }
         return new QuotaExceededException("tenant " + a.tenant + ": " + tier + " quota "
                 + Sizes.human(a.limit[tier.ordinal()]) + " reached (" + held + " bytes held there"
                 + (asked > 0 ? ", " + asked + " more asked" : "") + "; " + a.source[tier.ordinal()]
