@@ -236,7 +236,8 @@ public class AdminController {
         return new Backends(resolved.enabled(), resolved.summary(), each, transport.dataPlane());
     }
 
-    private List<BlockKey> keys(PinRequest request) {
+    /** The blocks a pin request names, validated (namespace declared, hashes well formed or tokens hashed). */
+    public List<BlockKey> keys(PinRequest request) {
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");
         }

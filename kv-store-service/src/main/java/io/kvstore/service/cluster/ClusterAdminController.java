@@ -1,5 +1,6 @@
 package io.kvstore.service.cluster;
 
+import io.kvstore.block.BlockKey;
 import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.security.Caller;
 import java.util.ArrayList;
@@ -7,6 +8,9 @@ import java.util.List;
 import java.util.Map;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.http.MediaType;
+import org.springframework.http.ProblemDetail;
+import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.GetMapping;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
@@ -31,9 +35,12 @@ public class ClusterAdminController {
     private final ClusterSettings settings;
     private final Membership membership;
     private final Peers peers;
+    private final ClusterPins pins;
 
-    public ClusterAdminController(AdminController admin, ClusterSettings settings, Membership membership, Peers peers) {
+    public ClusterAdminController(
+            AdminController admin, ClusterSettings settings, Membership membership, Peers peers, ClusterPins pins) {
         this.admin = admin;
+        this.pins = pins;
         this.settings = settings;
         this.membership = membership;
         this.peers = peers;
@@ -54,49 +61,92 @@ public class ClusterAdminController {
     }
 
     /**
-     * Pins the named blocks on every live node that holds them, now: a pin is a hold on blocks resident at
-     * the call (as on a single node), so it is sent to each node once rather than replayed from etcd, which
-     * would pin a block twice. Validated here first; a node that cannot be reached is skipped (logged).
+     * Pins the named blocks across the cluster: the pins are written to etcd, so every node pins them while
+     * it holds them, including nodes that join later and blocks that arrive later (see {@link ClusterPins});
+     * then every live node is told at once, and the answer counts the named blocks pinned on each node.
+     * Validated here first; 503 when etcd cannot be written (nothing is pinned then).
      */
     @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
     public AdminController.Pinned pin(
-            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request) {
-        return new AdminController.Pinned(onEveryNode(caller, request, true));
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request)
+            throws PeerException {
+        List<BlockKey> keys = admin.keys(request);
+        publish(keys, true);
+        return new AdminController.Pinned(pins.add(keys) + onEveryOtherNode(caller, request, true));
     }
 
-    /** Unpins the named blocks on every live node, as {@link #pin}. */
+    /**
+     * Unpins the named blocks across the cluster: on every live node at once (the count), then in etcd; a
+     * node whose settings mirror still shows the pin in between pins the block again until etcd's delete
+     * reaches it. 503 when etcd cannot be written: the nodes then pin the blocks again from etcd.
+     */
     @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = "!" + Peer.FORWARDED)
     public AdminController.Unpinned unpin(
-            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request) {
-        return new AdminController.Unpinned(onEveryNode(caller, request, false));
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request)
+            throws PeerException {
+        List<BlockKey> keys = admin.keys(request);
+        // nodes first, then etcd: told by their watch first, nodes would have nothing left to count
+        int unpinned = pins.remove(keys) + onEveryOtherNode(caller, request, false);
+        publish(keys, false);
+        return new AdminController.Unpinned(unpinned);
     }
 
-    private int onEveryNode(Caller caller, AdminController.PinRequest request, boolean pin) {
-        LocalPeer local = (LocalPeer) peers.of(peers.self());
-        int total = local.pin(caller, request, pin);
+    /** Another node's pin, already in etcd: applied to this node's share at once (its watch may lag). */
+    @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = Peer.FORWARDED)
+    public AdminController.Pinned pinHere(@RequestBody AdminController.PinRequest request) {
+        return new AdminController.Pinned(pins.add(admin.keys(request)));
+    }
+
+    /** Another node's unpin, before it is removed from etcd: applied here at once. */
+    @PostMapping(path = "/unpin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = Peer.FORWARDED)
+    public AdminController.Unpinned unpinHere(@RequestBody AdminController.PinRequest request) {
+        return new AdminController.Unpinned(pins.remove(admin.keys(request)));
+    }
+
+    private void publish(List<BlockKey> keys, boolean pin) throws PeerException {
+        try {
+            settings.publishPins(keys, pin);
+        } catch (Exception e) {
+            throw new PeerException(
+                    503, "etcd cannot be written (" + e + "): cluster pins are kept in etcd; try again", null);
+        }
+    }
+
+    private int onEveryOtherNode(Caller caller, AdminController.PinRequest request, boolean pin) {
+        int total = 0;
         for (Member m : membership.current().members()) {
             if (!m.equals(peers.self())) {
                 try {
                     total += peers.of(m).pin(caller, request, pin);
                 } catch (java.io.IOException e) {
-                    log.warn("cluster: {} not applied on {}: {}", pin ? "pin" : "unpin", m.name(), e.getMessage());
+                    // it applies the pin from etcd when its watch or its next renewal sees it
+                    log.warn("cluster: {} not applied on {} now: {}", pin ? "pin" : "unpin", m.name(), e.getMessage());
                 }
             }
         }
         return total;
     }
 
+    /** etcd or a node that could not be reached: problem JSON with its status. */
+    @ExceptionHandler(PeerException.class)
+    public ResponseEntity<ProblemDetail> peerFailed(PeerException e) {
+        return ClusterEngineController.problem(e);
+    }
+
     /** One member: its name, address, whether it is the node answering, and its tiers (or why not). */
     public record MemberView(
             String name, String address, boolean self, List<AdminController.TierView> tiers, String error) {}
 
-    /** {@code GET /admin/cluster}. */
+    /**
+     * {@code GET /admin/cluster}; {@code pinnedBlocks}: blocks this node holds pinned for the cluster's pins.
+     */
     public record ClusterView(
             String node,
             long epoch,
             boolean etcdReachable,
             List<MemberView> members,
-            Map<String, AdminController.PolicyView> evictionPolicy) {}
+            Map<String, AdminController.PolicyView> evictionPolicy,
+            int pinnedBlocks) {}
 
     @GetMapping("/cluster")
     public ClusterView cluster(@RequestAttribute(Caller.ATTRIBUTE) Caller caller) {
@@ -112,6 +162,11 @@ public class ClusterAdminController {
             }
         }
         return new ClusterView(
-                peers.self().name(), set.epoch(), membership.etcdReachable(), members, settings.policies());
+                peers.self().name(),
+                set.epoch(),
+                membership.etcdReachable(),
+                members,
+                settings.policies(),
+                pins.pinnedHere());
     }
 }

@@ -5,6 +5,7 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.security.PeerCredentials;
 import io.kvstore.service.transport.TransportService;
@@ -46,14 +47,21 @@ public class ClusterConfiguration {
         return new Membership(etcd, properties, self, json, Clock.systemUTC());
     }
 
+    @Bean
+    ClusterPins clusterPins(TierEngine engine) {
+        return new ClusterPins(engine);
+    }
+
     @Bean(destroyMethod = "close")
     ClusterSettings clusterSettings(
             Client etcd,
             ClusterProperties properties,
             JsonMapper json,
             NamespaceRegistry namespaces,
-            AdminController admin) {
-        return new ClusterSettings(etcd, properties, json, namespaces, admin);
+            AdminController admin,
+            BlockService blocks,
+            ClusterPins pins) {
+        return new ClusterSettings(etcd, properties, json, namespaces, admin, blocks, pins);
     }
 
     @Bean
@@ -95,13 +103,15 @@ public class ClusterConfiguration {
             Peers peers,
             ClusterProperties properties,
             ExecutorService clusterCalls,
-            KvStoreProperties kvstore) {
+            KvStoreProperties kvstore,
+            EngineMetrics metrics) {
         return new ClusterRouter(
                 membership,
                 peers,
                 properties,
                 clusterCalls,
-                kvstore.maxRequestSize().toBytes());
+                kvstore.maxRequestSize().toBytes(),
+                metrics);
     }
 
     @Bean

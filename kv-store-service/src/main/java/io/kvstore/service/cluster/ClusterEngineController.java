@@ -8,12 +8,15 @@ import io.kvstore.service.api.FetchRequest;
 import io.kvstore.service.api.LookupRequest;
 import io.kvstore.service.api.NamespaceView;
 import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.local.LocalPathController;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
+import io.kvstore.service.transport.OneSidedController;
 import io.kvstore.service.web.ConnectorStreams;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
@@ -27,6 +30,7 @@ import org.springframework.http.HttpStatus;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.web.bind.annotation.DeleteMapping;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
@@ -35,6 +39,7 @@ import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The engine API's block calls for the whole cluster. Its mappings match only requests without the
@@ -58,8 +63,16 @@ public class ClusterEngineController {
     private final Membership membership;
     private final BlockService blocks;
     private final NamespaceRegistry namespaces;
+    private final OneSidedController oneSided;
+    private final LocalPathController local;
+    private final JsonMapper json;
+    private final int maxBlocks;
 
     public ClusterEngineController(
+            JsonMapper json,
+            KvStoreProperties properties,
+            OneSidedController oneSided,
+            LocalPathController local,
             ClusterRouter router,
             ClusterSettings settings,
             Peers peers,
@@ -68,6 +81,10 @@ public class ClusterEngineController {
             NamespaceRegistry namespaces,
             TenantGuard guard) {
         this.guard = guard;
+        this.oneSided = oneSided;
+        this.json = json;
+        this.maxBlocks = properties.limits().maxBlocksPerRequest();
+        this.local = local;
         this.router = router;
         this.settings = settings;
         this.peers = peers;
@@ -102,6 +119,106 @@ public class ClusterEngineController {
         }
         return ResponseEntity.status(outcome == NamespaceRegistry.Outcome.CREATED ? HttpStatus.CREATED : HttpStatus.OK)
                 .body(NamespaceView.of(ns, spec, namespaces.owner(ns)));
+    }
+
+    /**
+     * Deletes the namespace on every live node, then its declaration from the cluster settings, so a node
+     * that joins later (or missed the call) does not declare it again; nodes that missed the call delete
+     * it when their settings mirror sees the declaration withdrawn.
+     */
+    @DeleteMapping(path = "/namespaces/{ns}", headers = ENGINE_CALL)
+    public EngineResponses.NamespaceDeleted deleteNamespace(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("ns") String ns) throws Exception {
+        guard.requireWrite(caller, ns);
+        namespaces.require(ns);
+        int deleted = router.deleteNamespace(caller, ns);
+        settings.withdrawNamespace(ns);
+        return new EngineResponses.NamespaceDeleted(ns, deleted);
+    }
+
+    /** Deletes the block on every live node holding it (see {@link ClusterRouter#delete}). */
+    @DeleteMapping(path = "/namespaces/{ns}/blocks/{hash}", headers = ENGINE_CALL)
+    public ResponseEntity<Void> deleteBlock(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @PathVariable("hash") String hash)
+            throws IOException {
+        guard.requireWrite(caller, ns);
+        NamespaceSpec spec = namespaces.require(ns);
+        router.delete(caller, ns, blocks.parseHashes(spec, List.of(hash), "hash").getFirst());
+        return ResponseEntity.noContent().build();
+    }
+
+    /**
+     * A one-sided reserve writes into the DRAM region of the node asked, so it is accepted only where the
+     * blocks are placed (the node their run's owner is, one copy): elsewhere 421 names the owning node(s),
+     * where the engine reserves instead; the commit then goes to the node that granted the reservation.
+     */
+    @PostMapping(
+            path = "/namespaces/{ns}/blocks:reserve",
+            consumes = MediaType.APPLICATION_JSON_VALUE,
+            headers = ENGINE_CALL)
+    public OneSidedController.ReserveResponse reserve(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody OneSidedController.ReserveRequest request)
+            throws IOException {
+        requirePlacedHere(
+                caller,
+                ns,
+                request.blocks(),
+                OneSidedController.ReserveBlock::hash,
+                OneSidedController.ReserveBlock::parent);
+        return oneSided.reserve(caller, ns, request);
+    }
+
+    /** The same-host path's reserve (into this node's DRAM file): as {@link #reserve}. */
+    @PostMapping(
+            path = "/local/namespaces/{ns}/blocks:reserve",
+            consumes = MediaType.APPLICATION_JSON_VALUE,
+            headers = ENGINE_CALL)
+    public LocalPathController.ReserveResponse reserveLocal(
+            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
+            @PathVariable("ns") String ns,
+            @RequestBody LocalPathController.ReserveRequest request)
+            throws IOException {
+        requirePlacedHere(
+                caller,
+                ns,
+                request.blocks(),
+                LocalPathController.ReserveBlock::hash,
+                LocalPathController.ReserveBlock::parent);
+        return local.reserve(caller, ns, request);
+    }
+
+    /** 421 unless every block of a reserve is placed on this node. */
+    private <B> void requirePlacedHere(
+            Caller caller,
+            String ns,
+            List<B> reserved,
+            java.util.function.Function<B, String> hash,
+            java.util.function.Function<B, String> parent) {
+        if (reserved == null) {
+            return; // the reserve itself answers 400
+        }
+        List<String> hashes = reserved.stream().map(hash).toList();
+        List<String> parents = reserved.stream().map(parent).toList();
+        guard.requireWrite(caller, ns);
+        guard.requireOneSided(caller);
+        NamespaceSpec spec = namespaces.require(ns);
+        List<BlockHash> hs = blocks.parseHashes(spec, hashes, "blocks[].hash");
+        List<BlockHash> ps = new java.util.ArrayList<>(parents.size());
+        for (String p : parents) {
+            ps.add(
+                    p == null
+                            ? null
+                            : blocks.parseHashes(spec, List.of(p), "blocks[].parent")
+                                    .getFirst());
+        }
+        var targets = router.writeTargets(caller, ns, hs, ps);
+        if (!targets.keySet().equals(java.util.Set.of(peers.self()))) {
+            throw new NotPlacedHereException(ns, peers.self(), targets, hs, router.replicas(ns));
+        }
     }
 
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
@@ -162,22 +279,33 @@ public class ClusterEngineController {
         gathered.writeTo(ConnectorStreams.outputStream(response));
     }
 
-    /** Which of the named blocks this node holds (tier or null each), leased when asked; for other nodes. */
-    @PostMapping(path = "/namespaces/{ns}/blocks:probe", consumes = MediaType.APPLICATION_JSON_VALUE)
-    public Peer.Probe probe(
+    /**
+     * Which of the named blocks this node holds (tier or null each), leased when asked; for other nodes, in
+     * the bytes of {@link ProbeWire}.
+     */
+    @PostMapping(
+            path = "/namespaces/{ns}/blocks:probe",
+            consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE,
+            produces = MediaType.APPLICATION_OCTET_STREAM_VALUE)
+    public byte[] probe(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
             @PathVariable("ns") String ns,
-            @RequestBody Peer.ProbeRequest request)
+            HttpServletRequest request)
             throws IOException {
         guard.requireRead(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
-        List<BlockHash> hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
-        return peers.of(peers.self()).probe(caller, ns, hashes, Boolean.TRUE.equals(request.lease()));
+        byte[] body = request.getInputStream().readNBytes(1 + maxBlocks * spec.hashBytes() + 1);
+        ProbeWire.Asked asked = ProbeWire.parseRequest(body, spec.hashBytes(), maxBlocks);
+        return ProbeWire.answer(peers.of(peers.self()).probe(caller, ns, asked.hashes(), asked.lease()), json);
     }
 
     /** A peer that refused or could not be reached: its status (502/503 for its own failures) as problem JSON. */
     @ExceptionHandler(PeerException.class)
     public ResponseEntity<ProblemDetail> peerFailed(PeerException e) {
+        return problem(e);
+    }
+
+    static ResponseEntity<ProblemDetail> problem(PeerException e) {
         HttpStatus status = HttpStatus.resolve(e.status());
         if (status == null) {
             status = HttpStatus.BAD_GATEWAY;
@@ -186,6 +314,18 @@ public class ClusterEngineController {
         problem.setTitle(e.unreachable() ? "Cluster node unreachable" : status.getReasonPhrase());
         problem.setType(URI.create("about:blank"));
         return ResponseEntity.status(status)
+                .contentType(MediaType.APPLICATION_PROBLEM_JSON)
+                .body(problem);
+    }
+
+    /** A one-sided write asked of a node the blocks are not placed on: 421 naming where they go. */
+    @ExceptionHandler(NotPlacedHereException.class)
+    public ResponseEntity<ProblemDetail> notPlacedHere(NotPlacedHereException e) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatus.MISDIRECTED_REQUEST, e.getMessage());
+        problem.setTitle("Not the owning node");
+        problem.setType(URI.create("about:blank"));
+        problem.setProperty("owners", e.owners());
+        return ResponseEntity.status(HttpStatus.MISDIRECTED_REQUEST)
                 .contentType(MediaType.APPLICATION_PROBLEM_JSON)
                 .body(problem);
     }

@@ -1,10 +1,12 @@
 package io.kvstore.service.cluster;
 
 import io.kvstore.block.BlockHash;
+import io.kvstore.block.TierId;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.blocks.BlockFrames;
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.PayloadTooLargeException;
+import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.security.Caller;
 import java.io.ByteArrayInputStream;
@@ -15,6 +17,7 @@ import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -44,13 +47,16 @@ public final class ClusterRouter {
     private final ClusterProperties properties;
     private final ExecutorService pool;
     private final long maxRequestBytes;
+    private final EngineMetrics metrics;
 
     public ClusterRouter(
             Membership membership,
             Peers peers,
             ClusterProperties properties,
             ExecutorService pool,
-            long maxRequestBytes) {
+            long maxRequestBytes,
+            EngineMetrics metrics) {
+        this.metrics = metrics;
         this.membership = membership;
         this.peers = peers;
         this.properties = properties;
@@ -58,59 +64,131 @@ public final class ClusterRouter {
         this.maxRequestBytes = maxRequestBytes;
     }
 
+    /** How many nodes hold each block of {@code namespace}. */
+    int replicas(String namespace) {
+        return properties.replicasOf(namespace);
+    }
+
     // ---- where blocks are ------------------------------------------------------------------------
 
-    /** For each block asked, the node holding it (null when none) and its tier there; leases per node. */
-    record Located(Member[] holders, String[] tiers, Map<Member, Peer.Probe> probes) {}
+    /** One node's answer to a probe. */
+    record Answer(Member member, Peer.Probe probe) {}
 
     /**
-     * Asks, in parallel and once each, every node in {@code askees.get(i)} about block i; a block's holder is
-     * the first of its askees that has it. Unreachable nodes count as holding nothing.
+     * For each block asked, the node holding it (null when none), its tier there and the answer that said
+     * so; every answer received (each may carry a lease).
+     */
+    record Located(Member[] holders, String[] tiers, Answer[] from, List<Answer> answers) {}
+
+    /**
+     * The nodes to ask about each block: {@code first} (its run's owner, and its previous owners during the
+     * grace period), and its replicas, asked only when a node asked first did not answer.
+     */
+    record Askees(List<List<Member>> first, List<List<Member>> replicas) {
+
+        static Askees only(List<List<Member>> first) {
+            return new Askees(first, java.util.Collections.nCopies(first.size(), List.of()));
+        }
+    }
+
+    /**
+     * Asks, in parallel and once each, every node in {@code askees.first().get(i)} about block i; a block's
+     * holder is the first of its askees that has it. Unreachable nodes count as holding nothing; a block one
+     * of whose askees did not answer is asked of its replicas next (one more round, again one request per
+     * node), so with replicas a node that died is not a miss even before its lease expires.
      */
     private Located locate(
-            Caller caller, String namespace, List<BlockHash> hashes, List<List<Member>> askees, boolean lease) {
-        Map<Member, List<Integer>> asked = new LinkedHashMap<>();
-        for (int i = 0; i < hashes.size(); i++) {
-            for (Member m : askees.get(i)) {
-                asked.computeIfAbsent(m, k -> new ArrayList<>()).add(i);
-            }
+            Caller caller, String namespace, List<BlockHash> hashes, Askees askees, boolean lease) {
+        int n = hashes.size();
+        Member[] holders = new Member[n];
+        String[] tiers = new String[n];
+        Answer[] from = new Answer[n];
+        List<Answer> answers = new ArrayList<>();
+        Set<Member> failed = new HashSet<>();
+        List<Set<Member>> tried = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            tried.add(new HashSet<>());
         }
-        Map<Member, Future<Peer.Probe>> calls = new LinkedHashMap<>();
-        for (var e : asked.entrySet()) {
-            List<BlockHash> theirs = e.getValue().stream().map(hashes::get).toList();
-            Peer peer = peers.of(e.getKey());
-            calls.put(e.getKey(), pool.submit(() -> peer.probe(caller, namespace, theirs, lease)));
-        }
-        Map<Member, Peer.Probe> probes = new LinkedHashMap<>();
-        Map<Member, Map<Integer, String>> tierAt = new HashMap<>();
-        for (var e : calls.entrySet()) {
-            Peer.Probe probe = await(e.getKey(), e.getValue(), "lookup");
-            if (probe == null) {
-                continue;
-            }
-            probes.put(e.getKey(), probe);
-            List<Integer> indices = asked.get(e.getKey());
-            Map<Integer, String> at = new HashMap<>();
-            for (int k = 0; k < indices.size() && k < probe.tiers().size(); k++) {
-                if (probe.tiers().get(k) != null) {
-                    at.put(indices.get(k), probe.tiers().get(k));
+        List<List<Member>> round = askees.first();
+        while (true) {
+            Map<Member, List<Integer>> asked = new LinkedHashMap<>();
+            for (int i = 0; i < n; i++) {
+                for (Member m : round.get(i)) {
+                    if (tried.get(i).add(m)) {
+                        asked.computeIfAbsent(m, k -> new ArrayList<>()).add(i);
+                    }
                 }
             }
-            tierAt.put(e.getKey(), at);
-        }
-        Member[] holders = new Member[hashes.size()];
-        String[] tiers = new String[hashes.size()];
-        for (int i = 0; i < hashes.size(); i++) {
-            for (Member m : askees.get(i)) {
-                String tier = tierAt.getOrDefault(m, Map.of()).get(i);
-                if (tier != null) {
-                    holders[i] = m;
-                    tiers[i] = tier;
-                    break;
+            if (asked.isEmpty()) {
+                break;
+            }
+            Map<Member, Future<Peer.Probe>> calls = new LinkedHashMap<>();
+            Member self = null;
+            for (var e : asked.entrySet()) {
+                Peer peer = peers.of(e.getKey());
+                if (peer instanceof LocalPeer) {
+                    self = e.getKey();
+                    continue;
+                }
+                List<BlockHash> theirs = e.getValue().stream().map(hashes::get).toList();
+                calls.put(e.getKey(), pool.submit(() -> peer.probe(caller, namespace, theirs, lease)));
+            }
+            if (self != null) {
+                // this node's share is looked up here, while the other nodes answer theirs
+                List<BlockHash> ours = asked.get(self).stream().map(hashes::get).toList();
+                java.util.concurrent.CompletableFuture<Peer.Probe> local;
+                try {
+                    local = java.util.concurrent.CompletableFuture.completedFuture(
+                            peers.of(peers.self()).probe(caller, namespace, ours, lease));
+                } catch (IOException | RuntimeException e) {
+                    local = java.util.concurrent.CompletableFuture.failedFuture(e);
+                }
+                calls.put(self, local);
+            }
+            Map<Member, Answer> answered = new HashMap<>();
+            Map<Member, Map<Integer, String>> tierAt = new HashMap<>();
+            for (var e : calls.entrySet()) {
+                Peer.Probe probe = await(e.getKey(), e.getValue(), "lookup");
+                if (probe == null) {
+                    failed.add(e.getKey());
+                    continue;
+                }
+                Answer answer = new Answer(e.getKey(), probe);
+                answers.add(answer);
+                answered.put(e.getKey(), answer);
+                List<Integer> indices = asked.get(e.getKey());
+                Map<Integer, String> at = new HashMap<>();
+                for (int k = 0; k < indices.size() && k < probe.tiers().size(); k++) {
+                    if (probe.tiers().get(k) != null) {
+                        at.put(indices.get(k), probe.tiers().get(k));
+                    }
+                }
+                tierAt.put(e.getKey(), at);
+            }
+            List<List<Member>> next = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                if (holders[i] == null) {
+                    for (Member m : round.get(i)) {
+                        String tier = tierAt.getOrDefault(m, Map.of()).get(i);
+                        if (tier != null) {
+                            holders[i] = m;
+                            tiers[i] = tier;
+                            from[i] = answered.get(m);
+                            break;
+                        }
+                    }
+                }
+                if (holders[i] == null && round.get(i).stream().anyMatch(failed::contains)) {
+                    next.add(askees.replicas().get(i).stream()
+                            .filter(m -> !failed.contains(m))
+                            .toList());
+                } else {
+                    next.add(List.of());
                 }
             }
+            round = next;
         }
-        return new Located(holders, tiers, probes);
+        return new Located(holders, tiers, from, answers);
     }
 
     private <T> T await(Member member, Future<T> call, String what) {
@@ -131,28 +209,42 @@ public final class ClusterRouter {
 
     /**
      * The nodes to ask about each block of a chain that begins a run at its first block: the run's owner in
-     * the current member set, then its owners in the sets replaced during the grace period, if still live.
+     * the current member set, then its owners in the sets replaced during the grace period, if still live;
+     * with replicas, the run's other holders in the current set as the fallback.
      */
-    private List<List<Member>> owners(String namespace, List<BlockHash> chain) {
+    private Askees owners(String namespace, List<BlockHash> chain) {
         List<MemberSet> sets = membership.recent();
+        List<Member> current = sets.getFirst().members();
         Set<String> live = new LinkedHashSet<>();
-        sets.getFirst().members().forEach(m -> live.add(m.name()));
+        current.forEach(m -> live.add(m.name()));
+        int replicas = properties.replicasOf(namespace);
         List<BlockHash> keys = Placement.runKeys(chain, properties.runBlocks());
         Map<BlockHash, List<Member>> byKey = new HashMap<>();
-        List<List<Member>> out = new ArrayList<>(chain.size());
+        Map<BlockHash, List<Member>> replicasByKey = new HashMap<>();
+        List<List<Member>> first = new ArrayList<>(chain.size());
+        List<List<Member>> fallback = new ArrayList<>(chain.size());
         for (BlockHash key : keys) {
-            out.add(byKey.computeIfAbsent(key, k -> {
-                Set<Member> owners = new LinkedHashSet<>();
+            List<Member> owners = byKey.computeIfAbsent(key, k -> {
+                Set<Member> out = new LinkedHashSet<>();
                 for (MemberSet set : sets) {
                     Member owner = Placement.owner(namespace, k, set.members());
                     if (owner != null && live.contains(owner.name())) {
-                        owners.add(sets.getFirst().named(owner.name()));
+                        out.add(sets.getFirst().named(owner.name()));
                     }
                 }
-                return List.copyOf(owners);
-            }));
+                return List.copyOf(out);
+            });
+            first.add(owners);
+            fallback.add(
+                    replicas <= 1
+                            ? List.of()
+                            : replicasByKey.computeIfAbsent(
+                                    key,
+                                    k -> Placement.owners(namespace, k, current, replicas).stream()
+                                            .filter(m -> !owners.contains(m))
+                                            .toList()));
         }
-        return out;
+        return new Askees(first, fallback);
     }
 
     // ---- lookup ----------------------------------------------------------------------------------
@@ -160,41 +252,45 @@ public final class ClusterRouter {
     /** The longest prefix of {@code hashes} (a prompt from its first block) held anywhere in the cluster. */
     public ClusterLookupResponse lookup(
             Caller caller, String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
+        long start = System.nanoTime();
         Located located = locate(caller, namespace, hashes, owners(namespace, hashes), lease);
         int matched = 0;
         while (matched < hashes.size() && located.holders()[matched] != null) {
             matched++;
         }
         List<String> nodes = new ArrayList<>(matched);
-        Set<Member> used = new LinkedHashSet<>();
+        Set<Answer> used = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
         for (int i = 0; i < matched; i++) {
             nodes.add(located.holders()[i].name());
-            used.add(located.holders()[i]);
+            used.add(located.from()[i]);
         }
         List<ClusterLookupResponse.NodeLease> leases = null;
         if (lease) {
             leases = new ArrayList<>();
-            for (var e : located.probes().entrySet()) {
-                var view = e.getValue().lease();
+            for (Answer answer : located.answers()) {
+                var view = answer.probe().lease();
                 if (view == null) {
                     continue;
                 }
-                if (used.contains(e.getKey())) {
+                if (used.contains(answer)) {
                     leases.add(new ClusterLookupResponse.NodeLease(
-                            e.getKey().name(), e.getKey().address(), view));
+                            answer.member().name(), answer.member().address(), view));
                 } else {
                     // a lease on blocks past the prefix (or held twice) would only pin memory until it expires
-                    Peer peer = peers.of(e.getKey());
+                    Peer peer = peers.of(answer.member());
                     pool.submit(() -> peer.release(caller, view.id()));
                 }
             }
         }
+        List<String> tiers = java.util.Arrays.asList(located.tiers()).subList(0, matched);
+        // counted where the engine asked, as on a single node; the probes it sent are not lookups
+        metrics.lookup(hashes.size(), tiers.stream().map(TierId::valueOf).toList(), System.nanoTime() - start);
         return new ClusterLookupResponse(
                 namespace,
                 matched,
                 (long) matched * spec.blockSize(),
                 hashes.subList(0, matched).stream().map(BlockHash::hex).toList(),
-                java.util.Arrays.asList(located.tiers()).subList(0, matched),
+                tiers,
                 nodes,
                 leases);
     }
@@ -223,23 +319,16 @@ public final class ClusterRouter {
             reader.readBlock(MemorySegment.ofArray(bytes));
             frames.add(new Frame(header, bytes));
         }
-        List<Member> members = membership.current().members();
-        int replicas = properties.replicasOf(namespace);
-        Map<Member, List<Frame>> byNode = new LinkedHashMap<>();
-        List<Member> targets = List.of();
-        for (int i = 0; i < frames.size(); i++) {
-            BlockFrames.Header h = frames.get(i).header();
-            boolean chained = i > 0
-                    && Objects.equals(h.parent(), frames.get(i - 1).header().hash());
-            if (h.parent() == null || Placement.startsRun(h.hash(), properties.runBlocks())) {
-                targets = Placement.owners(namespace, h.hash(), members, replicas);
-            } else if (!chained) {
-                targets = holderOf(caller, namespace, h.parent(), h.hash(), members, replicas);
-            }
-            for (Member m : targets) {
-                byNode.computeIfAbsent(m, k -> new ArrayList<>()).add(frames.get(i));
-            }
+        List<BlockHash> hashes = new ArrayList<>(frames.size());
+        List<BlockHash> parents = new ArrayList<>(frames.size());
+        for (Frame f : frames) {
+            hashes.add(f.header().hash());
+            parents.add(f.header().parent());
         }
+        Map<Member, List<Frame>> byNode = new LinkedHashMap<>();
+        writeTargets(caller, namespace, hashes, parents)
+                .forEach((m, indices) ->
+                        byNode.put(m, indices.stream().map(frames::get).toList()));
         Map<Member, Future<EngineResponses.Stored>> calls = new LinkedHashMap<>();
         for (var e : byNode.entrySet()) {
             byte[] batch = framed(e.getValue());
@@ -265,10 +354,37 @@ public final class ClusterRouter {
         return new EngineResponses.Stored(namespace, frames.size(), bytes, tiers);
     }
 
+    /**
+     * The nodes each block of a batch is written to, as block indices per node: a block that begins a prompt
+     * or a run goes to that run's owners (the namespace's replica count of them) and the blocks chained after
+     * it follow it; a batch whose first block continues a run that began earlier goes where its parent is.
+     */
+    Map<Member, List<Integer>> writeTargets(
+            Caller caller, String namespace, List<BlockHash> hashes, List<BlockHash> parents) {
+        List<Member> members = membership.current().members();
+        int replicas = properties.replicasOf(namespace);
+        Map<Member, List<Integer>> byNode = new LinkedHashMap<>();
+        List<Member> targets = List.of();
+        for (int i = 0; i < hashes.size(); i++) {
+            BlockHash hash = hashes.get(i);
+            BlockHash parent = parents.get(i);
+            boolean chained = i > 0 && Objects.equals(parent, hashes.get(i - 1));
+            if (parent == null || Placement.startsRun(hash, properties.runBlocks())) {
+                targets = Placement.owners(namespace, hash, members, replicas);
+            } else if (!chained) {
+                targets = holderOf(caller, namespace, parent, hash, members, replicas);
+            }
+            for (Member m : targets) {
+                byNode.computeIfAbsent(m, k -> new ArrayList<>()).add(i);
+            }
+        }
+        return byNode;
+    }
+
     /** The node already holding {@code parent}, whose run the batch continues, or else the child's own owners. */
     private List<Member> holderOf(
             Caller caller, String namespace, BlockHash parent, BlockHash child, List<Member> members, int replicas) {
-        Located located = locate(caller, namespace, List.of(parent), List.of(askEveryone(members)), false);
+        Located located = locate(caller, namespace, List.of(parent), Askees.only(List.of(askEveryone(members))), false);
         Member holder = located.holders()[0];
         return holder != null ? List.of(holder) : Placement.owners(namespace, child, members, replicas);
     }
@@ -294,6 +410,73 @@ public final class ClusterRouter {
             throw re;
         }
         return new IOException(t);
+    }
+
+    // ---- delete --------------------------------------------------------------------------------
+
+    /**
+     * Deletes a block on every live node that holds it (its owner, a previous owner, replicas: asking all
+     * costs one small request per node and misses none). 409 when a node holds it pinned or leased (the
+     * other copies are deleted), 404 when no live node holds it; a node that cannot be reached is skipped.
+     */
+    public void delete(Caller caller, String namespace, BlockHash hash) throws IOException {
+        int deleted = 0;
+        for (var e : onEveryNode("delete", peer -> peer.delete(caller, namespace, hash)).entrySet()) {
+            deleted += Boolean.TRUE.equals(e.getValue()) ? 1 : 0;
+        }
+        if (deleted == 0) {
+            throw new NotFoundException(
+                    "block " + hash.hex() + " is not stored on any live node in namespace '" + namespace + "'");
+        }
+    }
+
+    /**
+     * Deletes the namespace and its blocks on every live node; how many blocks were deleted. 409 when a node
+     * holds some pinned or leased (the namespace is deleted elsewhere; delete again once they are released).
+     */
+    public int deleteNamespace(Caller caller, String namespace) throws IOException {
+        int deleted = 0;
+        for (Integer n : onEveryNode("namespace delete", peer -> peer.deleteNamespace(caller, namespace))
+                .values()) {
+            deleted += Math.max(0, n);
+        }
+        return deleted;
+    }
+
+    private interface PeerCall<T> {
+        T call(Peer peer) throws IOException;
+    }
+
+    /**
+     * Makes one call on every live node in parallel; their answers by node. A node that cannot be reached is
+     * left out (logged); the first refusal (a 4xx from a node) is thrown once every node has answered.
+     */
+    private <T> Map<Member, T> onEveryNode(String what, PeerCall<T> call) throws IOException {
+        Map<Member, Future<T>> calls = new LinkedHashMap<>();
+        for (Member m : membership.current().members()) {
+            Peer peer = peers.of(m);
+            calls.put(m, pool.submit(() -> call.call(peer)));
+        }
+        Map<Member, T> out = new LinkedHashMap<>();
+        IOException refused = null;
+        for (var e : calls.entrySet()) {
+            try {
+                out.put(e.getKey(), e.getValue().get());
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new PeerException(503, "interrupted during cluster " + what, ie);
+            } catch (ExecutionException ee) {
+                if (ee.getCause() instanceof PeerException pe && pe.unreachable()) {
+                    log.warn("cluster {}: node {} skipped: {}", what, e.getKey().name(), pe.getMessage());
+                } else if (refused == null) {
+                    refused = asIo(ee.getCause());
+                }
+            }
+        }
+        if (refused != null) {
+            throw refused;
+        }
+        return out;
     }
 
     // ---- fetch -----------------------------------------------------------------------------------
@@ -324,16 +507,18 @@ public final class ClusterRouter {
      */
     public Gathered fetch(Caller caller, String namespace, NamespaceSpec spec, List<BlockHash> hashes)
             throws IOException {
-        List<List<Member>> askees = owners(namespace, hashes);
+        Askees owners = owners(namespace, hashes);
+        List<List<Member>> first = new ArrayList<>(owners.first());
         List<Member> everyone = askEveryone(membership.current().members());
         for (int i = 0; i < hashes.size(); i++) {
             if (i > 0 && Placement.startsRun(hashes.get(i), properties.runBlocks())) {
                 break;
             }
-            Set<Member> all = new LinkedHashSet<>(askees.get(i));
+            Set<Member> all = new LinkedHashSet<>(first.get(i));
             all.addAll(everyone);
-            askees.set(i, List.copyOf(all));
+            first.set(i, List.copyOf(all));
         }
+        Askees askees = new Askees(first, owners.replicas());
         Located located = locate(caller, namespace, hashes, askees, false);
         Map<Member, List<Integer>> byNode = new LinkedHashMap<>();
         for (int i = 0; i < hashes.size(); i++) {

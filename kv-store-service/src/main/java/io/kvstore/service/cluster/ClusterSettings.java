@@ -1,12 +1,18 @@
 package io.kvstore.service.cluster;
 
 import io.etcd.jetcd.Client;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import io.kvstore.service.admin.AdminController;
+import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import java.util.HashSet;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -25,12 +31,17 @@ public final class ClusterSettings implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ClusterSettings.class);
     private static final String NAMESPACES = "namespaces/";
     private static final String POLICY = "eviction-policy/";
+    private static final String PINS = "pins/";
+    /** etcd 3.4 refuses a transaction of more than 128 operations by default ({@code --max-txn-ops}). */
+    private static final int OPS_PER_TXN = 100;
 
     private final Client etcd;
     private final String prefix;
     private final JsonMapper json;
     private final NamespaceRegistry namespaces;
     private final AdminController admin;
+    private final BlockService blocks;
+    private final ClusterPins pins;
     private final PrefixMirror mirror;
     private final Map<String, byte[]> applied = new TreeMap<>();
 
@@ -39,8 +50,12 @@ public final class ClusterSettings implements AutoCloseable {
             ClusterProperties properties,
             JsonMapper json,
             NamespaceRegistry namespaces,
-            AdminController admin) {
+            AdminController admin,
+            BlockService blocks,
+            ClusterPins pins) {
         this.etcd = etcd;
+        this.blocks = blocks;
+        this.pins = pins;
         this.prefix = properties.keyPrefix() + "settings/";
         this.json = json;
         this.namespaces = namespaces;
@@ -52,6 +67,37 @@ public final class ClusterSettings implements AutoCloseable {
     public void start(Membership membership) throws Exception {
         mirror.resync();
         membership.resyncWithRenewals(mirror);
+        membership.onRenewal(pins::pinHeld);
+    }
+
+    /** Withdraws a deleted namespace's declaration and its pins, so no node declares it again. */
+    public void withdrawNamespace(String namespace) throws Exception {
+        var kv = etcd.getKVClient();
+        kv.delete(PrefixMirror.bytes(prefix + NAMESPACES + namespace)).get(5, TimeUnit.SECONDS);
+        kv.delete(
+                        PrefixMirror.bytes(prefix + PINS + namespace + "/"),
+                        io.etcd.jetcd.options.DeleteOption.builder()
+                                .isPrefix(true)
+                                .build())
+                .get(5, TimeUnit.SECONDS);
+    }
+
+    /** Writes pins ({@code pin} true) or removes them, in transactions of at most {@value #OPS_PER_TXN} keys. */
+    public void publishPins(List<BlockKey> keys, boolean pin) throws Exception {
+        for (int from = 0; from < keys.size(); from += OPS_PER_TXN) {
+            var txn = etcd.getKVClient().txn();
+            List<io.etcd.jetcd.op.Op> ops = new java.util.ArrayList<>();
+            for (BlockKey key : keys.subList(from, Math.min(keys.size(), from + OPS_PER_TXN))) {
+                var name = PrefixMirror.bytes(
+                        prefix + PINS + key.namespace() + "/" + key.hash().hex());
+                ops.add(
+                        pin
+                                ? io.etcd.jetcd.op.Op.put(
+                                        name, PrefixMirror.bytes("1"), io.etcd.jetcd.options.PutOption.DEFAULT)
+                                : io.etcd.jetcd.op.Op.delete(name, io.etcd.jetcd.options.DeleteOption.DEFAULT));
+            }
+            txn.Then(ops.toArray(io.etcd.jetcd.op.Op[]::new)).commit().get(5, TimeUnit.SECONDS);
+        }
     }
 
     /** Publishes a namespace declaration to every node. */
@@ -73,8 +119,21 @@ public final class ClusterSettings implements AutoCloseable {
     }
 
     private synchronized void apply(Map<String, byte[]> entries, long revision) {
+        Set<BlockKey> pinned = new HashSet<>();
         for (var e : entries.entrySet()) {
             String key = e.getKey();
+            if (key.startsWith(PINS)) {
+                int slash = key.lastIndexOf('/');
+                if (slash > PINS.length()) {
+                    try {
+                        pinned.add(new BlockKey(
+                                key.substring(PINS.length(), slash), BlockHash.ofHex(key.substring(slash + 1))));
+                    } catch (RuntimeException ex) {
+                        log.warn("cluster: pin {} ignored: {}", key, ex.getMessage());
+                    }
+                }
+                continue;
+            }
             if (java.util.Arrays.equals(applied.get(key), e.getValue())) {
                 continue;
             }
@@ -112,7 +171,31 @@ public final class ClusterSettings implements AutoCloseable {
                 log.warn("cluster: setting {} not applied: {}", key, ex.toString());
             }
         }
+        for (String key : applied.keySet()) {
+            if (key.startsWith(NAMESPACES) && !entries.containsKey(key)) {
+                withdrawn(key.substring(NAMESPACES.length()));
+            }
+        }
         applied.keySet().retainAll(entries.keySet());
+        pins.wanted(pinned);
+    }
+
+    /** A namespace deleted through another node while this one missed the call: deleted here too. */
+    private void withdrawn(String namespace) {
+        try {
+            if (namespaces.all().containsKey(namespace)) {
+                int deleted = blocks.deleteNamespace(namespace);
+                log.info(
+                        "cluster: namespace '{}' deleted ({} blocks): withdrawn from the cluster settings",
+                        namespace,
+                        deleted);
+            }
+        } catch (RuntimeException ex) {
+            log.warn(
+                    "cluster: namespace '{}' withdrawn from the cluster settings but not deleted here: {}",
+                    namespace,
+                    ex.getMessage());
+        }
     }
 
     /** The cluster's eviction policies as stored in etcd, by tier. */

@@ -4,6 +4,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.catalog.LookupResult;
+import io.kvstore.engine.BlockHeldException;
 import io.kvstore.engine.Lease;
 import io.kvstore.engine.SlotLocation;
 import io.kvstore.engine.TierEngine;
@@ -11,6 +12,8 @@ import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.api.LookupResponse;
 import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.security.Caller;
@@ -131,6 +134,29 @@ public final class LocalPeer implements Peer {
             ByteArrayOutputStream out = new ByteArrayOutputStream();
             fetch.writeTo(out);
             return out.toByteArray();
+        }
+    }
+
+    @Override
+    public boolean delete(Caller caller, String namespace, BlockHash hash) throws PeerException {
+        try {
+            blocks.delete(namespace, hash.hex());
+            return true;
+        } catch (NotFoundException e) {
+            return false;
+        } catch (BlockHeldException e) {
+            throw new PeerException(409, "node " + member.name() + ": " + e.getMessage(), null);
+        }
+    }
+
+    @Override
+    public int deleteNamespace(Caller caller, String namespace) throws PeerException {
+        try {
+            return blocks.deleteNamespace(namespace);
+        } catch (NotFoundException e) {
+            return -1;
+        } catch (ConflictException e) {
+            throw new PeerException(409, "node " + member.name() + ": " + e.getMessage(), null);
         }
     }
 

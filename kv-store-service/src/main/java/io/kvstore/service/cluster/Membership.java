@@ -44,6 +44,7 @@ public final class Membership implements AutoCloseable {
     private final ScheduledExecutorService scheduler;
     private final List<Consumer<MemberSet>> listeners = new CopyOnWriteArrayList<>();
     private final List<PrefixMirror> alsoResynced = new CopyOnWriteArrayList<>();
+    private final List<Runnable> afterRenewal = new CopyOnWriteArrayList<>();
     private volatile MemberSet current = MemberSet.EMPTY;
     private volatile long leaseId;
     private volatile boolean etcdReachable = true;
@@ -126,6 +127,9 @@ public final class Membership implements AutoCloseable {
             mirror.resync();
             for (PrefixMirror other : alsoResynced) {
                 other.resync();
+            }
+            for (Runnable task : afterRenewal) {
+                task.run();
             }
             if (!etcdReachable) {
                 etcdReachable = true;
@@ -214,6 +218,11 @@ public final class Membership implements AutoCloseable {
     /** Resyncs {@code mirror} with every renewal too, so it is never more than a renewal period behind. */
     void resyncWithRenewals(PrefixMirror mirror) {
         alsoResynced.add(mirror);
+    }
+
+    /** Runs {@code task} after every successful renewal (once per third of the TTL). */
+    void onRenewal(Runnable task) {
+        afterRenewal.add(task);
     }
 
     /** Leaves the set at once (revokes the lease) rather than after the TTL. */

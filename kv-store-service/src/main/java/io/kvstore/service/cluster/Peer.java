@@ -34,6 +34,12 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
     /** The named blocks as a framed batch, in the order asked; fails when one is not held. */
     byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException;
 
+    /** Deletes a block on this node: true when deleted, false when not held; 409 when pinned or leased. */
+    boolean delete(Caller caller, String namespace, BlockHash hash) throws IOException;
+
+    /** Deletes a namespace and its blocks on this node: how many blocks; -1 when it is not declared there. */
+    int deleteNamespace(Caller caller, String namespace) throws IOException;
+
     /** Declares a namespace on this node. */
     void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException;
 
@@ -47,11 +53,8 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
     AdminController.Tiers tiers(Caller caller) throws IOException;
 
     /**
-     * {@code POST /v1/namespaces/{ns}/blocks:probe}'s answer: per block asked, its fastest tier or null, and
-     * the lease on the held blocks when one was asked for.
+     * A probe's answer: per block asked, its fastest tier or null, and the lease on the held blocks when one
+     * was asked for ({@link ProbeWire} is its form between nodes).
      */
     record Probe(List<String> tiers, LookupResponse.LeaseView lease) {}
-
-    /** {@code POST /v1/namespaces/{ns}/blocks:probe}'s body. */
-    record ProbeRequest(List<String> blockHashes, Boolean lease) {}
 }

@@ -68,7 +68,10 @@ final class PrefixMirror implements AutoCloseable {
             if (closed) {
                 return;
             }
-            differs = !sameEntries(fresh);
+            // a running watch delivered changes newer than this read meanwhile: the copy is the newer one (a
+            // stopped watch is not trusted: etcd may have lost its data and started counting again)
+            boolean watchAhead = watcher != null && rev < revision;
+            differs = !watchAhead && !sameEntries(fresh);
             if (differs) {
                 if (watcher != null) {
                     log.info("etcd {}: a full read found changes the watch had not delivered", prefix);
@@ -76,7 +79,7 @@ final class PrefixMirror implements AutoCloseable {
                 entries.clear();
                 entries.putAll(fresh);
             }
-            revision = Math.max(revision, rev);
+            revision = watcher == null ? rev : Math.max(revision, rev);
             if (watcher == null) {
                 watcher = etcd.getWatchClient()
                         .watch(
@@ -101,6 +104,9 @@ final class PrefixMirror implements AutoCloseable {
             }
             for (WatchEvent event : response.getEvents()) {
                 KeyValue kv = event.getKeyValue();
+                if (kv.getModRevision() <= revision) {
+                    continue; // already in the copy, read in full at a later revision
+                }
                 String name = name(kv);
                 if (event.getEventType() == WatchEvent.EventType.DELETE) {
                     changed |= entries.remove(name) != null;

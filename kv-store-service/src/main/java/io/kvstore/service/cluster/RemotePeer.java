@@ -63,12 +63,10 @@ public final class RemotePeer implements Peer {
 
     @Override
     public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
-        byte[] body = json.writeValueAsBytes(
-                new ProbeRequest(hashes.stream().map(BlockHash::hex).toList(), lease));
         byte[] answer = send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:probe")
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body)));
-        return json.readValue(answer, Probe.class);
+                .header("Content-Type", "application/octet-stream")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(ProbeWire.request(hashes, lease))));
+        return ProbeWire.parseAnswer(answer, hashes.size(), json);
     }
 
     @Override
@@ -89,6 +87,23 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
+    public boolean delete(Caller caller, String namespace, BlockHash hash) throws IOException {
+        return sendUnlessAbsent(request(
+                                caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex())
+                        .DELETE())
+                != null;
+    }
+
+    @Override
+    public int deleteNamespace(Caller caller, String namespace) throws IOException {
+        byte[] answer = sendUnlessAbsent(
+                request(caller, "DELETE", "/v1/namespaces/" + encode(namespace)).DELETE());
+        return answer == null
+                ? -1
+                : json.readValue(answer, EngineResponses.NamespaceDeleted.class).deletedBlocks();
+    }
+
+    @Override
     public void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException {
         send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace))
                 .header("Content-Type", "application/json")
@@ -97,15 +112,7 @@ public final class RemotePeer implements Peer {
 
     @Override
     public boolean release(Caller caller, String leaseId) throws IOException {
-        try {
-            send(request(caller, "DELETE", "/v1/leases/" + encode(leaseId)).DELETE());
-            return true;
-        } catch (PeerException e) {
-            if (e.status() == 404) {
-                return false;
-            }
-            throw e;
-        }
+        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId)).DELETE()) != null;
     }
 
     @Override
@@ -142,6 +149,18 @@ public final class RemotePeer implements Peer {
             builder.header("Authorization", "Bearer " + bearer);
         }
         return builder;
+    }
+
+    /** The answer's body, or null when the peer answered 404 (it does not hold what was named). */
+    private byte[] sendUnlessAbsent(HttpRequest.Builder request) throws PeerException {
+        try {
+            return send(request);
+        } catch (PeerException e) {
+            if (e.status() == 404) {
+                return null;
+            }
+            throw e;
+        }
     }
 
     private byte[] send(HttpRequest.Builder request) throws PeerException {

@@ -23,6 +23,8 @@ final class ClusterNodes {
     static final String ADMIN_TOKEN = "cluster-admin";
     /** Every node's {@code kvstore.cluster.secret}: peers sign the callers they forward with it. */
     static final String SECRET = "cluster-secret-0123456789";
+    /** A namespace every node keeps two copies of ({@code kvstore.cluster.namespace-replicas}). */
+    static final String REPLICATED = "twice";
     /** 1 layer x 1 KV head x 64 dims x fp16 x 16 tokens, K and V: 4 KiB blocks. */
     static final int BLOCK_BYTES = 2 * 64 * 2 * 16;
 
@@ -53,6 +55,7 @@ final class ClusterNodes {
                 "--kvstore.cluster.key-prefix=" + prefix,
                 "--kvstore.cluster.ttl=3s",
                 "--kvstore.cluster.run-blocks=8",
+                "--kvstore.cluster.namespace-replicas." + REPLICATED + "=2",
                 "--kvstore.cluster.peer-timeout=5s");
     }
 

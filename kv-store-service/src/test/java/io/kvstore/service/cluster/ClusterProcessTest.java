@@ -26,7 +26,8 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * Three kvstore processes (their own JVMs) and a real etcd on loopback: a node killed with SIGKILL leaves
  * lookups answering the prefix the survivors hold, with no 5xx, once its lease expires; etcd restarted
- * under load: the nodes keep serving what they hold and register again.
+ * under load: the nodes keep serving what they hold and register again. A namespace kept on two nodes
+ * loses no hit at all: lookups ask a run's replica when its first owner does not answer.
  */
 class ClusterProcessTest {
 
@@ -96,7 +97,12 @@ class ClusterProcessTest {
     }
 
     static HttpResponse<String> lookup(String base, List<BlockHash> hashes) throws IOException, InterruptedException {
-        return ClusterNodes.send(base, "POST", "/v1/lookup", ClusterNodes.lookupJson(NS, hashes, false));
+        return lookup(base, NS, hashes);
+    }
+
+    static HttpResponse<String> lookup(String base, String ns, List<BlockHash> hashes)
+            throws IOException, InterruptedException {
+        return ClusterNodes.send(base, "POST", "/v1/lookup", ClusterNodes.lookupJson(ns, hashes, false));
     }
 
     @Test
@@ -110,6 +116,21 @@ class ClusterProcessTest {
         assertThat(ClusterNodes.store(a, NS, ClusterNodes.frames(prompt, 0, 200))
                         .statusCode())
                 .isEqualTo(200);
+        // a namespace kept on two nodes: its blocks stay hits through the kill, before c's lease expires too
+        String twice = ClusterNodes.REPLICATED;
+        assertThat(ClusterNodes.send(a, "PUT", "/v1/namespaces/" + twice, ClusterNodes.DECLARATION)
+                        .statusCode())
+                .isEqualTo(201);
+        List<BlockHash> kept = ClusterNodes.chain(120, 31);
+        assertThat(ClusterNodes.store(a, twice, ClusterNodes.frames(kept, 0, 120))
+                        .statusCode())
+                .isEqualTo(200);
+        JsonNode keptBefore = JSON.readTree(lookup(b, twice, kept).body());
+        assertThat(keptBefore.path("matchedBlocks").asInt()).isEqualTo(120);
+        assertThat(keptBefore.path("nodes").toString())
+                .as("c is the first owner of some runs")
+                .contains("\"c\"");
+
         JsonNode before = JSON.readTree(lookup(b, prompt).body());
         assertThat(before.path("matchedBlocks").asInt()).isEqualTo(200);
         int firstOnC = 0;
@@ -136,6 +157,11 @@ class ClusterProcessTest {
                                 && JSON.readTree(r.body()).path("matchedBlocks").asInt() > survivingPrefix) {
                             bad.compareAndSet(null, "matched a block held by the killed node: " + r.body());
                         }
+                        var k = lookup(base, twice, kept);
+                        if (k.statusCode() != 200
+                                || JSON.readTree(k.body()).path("matchedBlocks").asInt() != 120) {
+                            bad.compareAndSet(null, "a replicated block missed: " + k.statusCode() + " " + k.body());
+                        }
                         answered.incrementAndGet();
                     } catch (Exception e) {
                         bad.compareAndSet(null, e.toString());
@@ -160,6 +186,9 @@ class ClusterProcessTest {
             var fetched = ClusterNodes.fetch(b, NS, prompt.subList(0, survivingPrefix));
             assertThat(fetched.statusCode()).isEqualTo(200);
             ClusterTest.assertFrames(fetched.body(), prompt.subList(0, survivingPrefix));
+            var fetchedKept = ClusterNodes.fetch(a, twice, kept);
+            assertThat(fetchedKept.statusCode()).isEqualTo(200);
+            ClusterTest.assertFrames(fetchedKept.body(), kept);
 
             etcd.stop();
             await().atMost(Duration.ofSeconds(30)).until(() -> !etcdReachable(a) && !etcdReachable(b));

@@ -39,7 +39,7 @@ class ClusterTest {
 
     static EtcdServer etcd;
     static final List<Node> nodes = new ArrayList<>();
-    static final List<BlockHash> prompt = ClusterNodes.chain(300, 11);
+    static final List<BlockHash> prompt = ClusterNodes.chain(400, 11);
 
     @BeforeAll
     static void startCluster() throws Exception {
@@ -74,7 +74,7 @@ class ClusterTest {
     }
 
     @Test
-    @Order(1)
+    @Order(10)
     void aNamespaceDeclaredOnOneNodeIsDeclaredOnAll() throws Exception {
         var r = ClusterNodes.send(nodes.get(0).base(), "PUT", "/v1/namespaces/" + NS, ClusterNodes.DECLARATION);
         assertThat(r.statusCode()).as(r.body()).isEqualTo(201);
@@ -87,7 +87,7 @@ class ClusterTest {
     }
 
     @Test
-    @Order(2)
+    @Order(20)
     void blocksStoredThroughOneNodeAreFoundAndFetchedByteExactThroughTheOthers() throws Exception {
         var stored = ClusterNodes.store(nodes.get(0).base(), NS, ClusterNodes.frames(prompt, 0, 200));
         assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
@@ -118,7 +118,43 @@ class ClusterTest {
     }
 
     @Test
-    @Order(3)
+    @Order(25)
+    void aClusterLookupCountsInTheLookupMetricsOfTheNodeAskedOnly() throws Exception {
+        Node b = nodes.get(1);
+        Node c = nodes.get(2);
+        double requestsB = meter(b, "kvstore_lookup_requests_total");
+        double blocksB = meter(b, "kvstore_lookup_blocks_total");
+        double hitsB = meter(b, "kvstore_lookup_hit_blocks_total{tier=\"DRAM\"}");
+        double requestsC = meter(c, "kvstore_lookup_requests_total");
+        assertThat(lookup(b, prompt.subList(0, 300), false)
+                        .path("matchedBlocks")
+                        .asInt())
+                .isEqualTo(200);
+        assertThat(meter(b, "kvstore_lookup_requests_total")).isEqualTo(requestsB + 1);
+        assertThat(meter(b, "kvstore_lookup_blocks_total")).isEqualTo(blocksB + 300);
+        // every matched block counts once, by the tier of the node holding it, wherever that is
+        assertThat(meter(b, "kvstore_lookup_hit_blocks_total{tier=\"DRAM\"}")).isEqualTo(hitsB + 200);
+        // c answered a probe for its runs: not a lookup of its own
+        assertThat(meter(c, "kvstore_lookup_requests_total")).isEqualTo(requestsC);
+        assertThat(prometheus(b)).contains("kvstore_lookup_seconds_count");
+    }
+
+    static String prometheus(Node node) throws Exception {
+        var r = ClusterNodes.send(
+                node.base(), "GET", "/actuator/prometheus", null, "Authorization", "Bearer " + ADMIN_TOKEN);
+        assertThat(r.statusCode()).isEqualTo(200);
+        return r.body();
+    }
+
+    static double meter(Node node, String series) throws Exception {
+        var m = java.util.regex.Pattern.compile("(?m)^" + java.util.regex.Pattern.quote(series) + " (\\S+)$")
+                .matcher(prometheus(node));
+        assertThat(m.find()).as(series).isTrue();
+        return Double.parseDouble(m.group(1));
+    }
+
+    @Test
+    @Order(30)
     void aBatchStartingInsideAPromptContinuesItsRunsAndTheWholePromptIsFound() throws Exception {
         var stored = ClusterNodes.store(nodes.get(2).base(), NS, ClusterNodes.frames(prompt, 200, 260));
         assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
@@ -135,7 +171,7 @@ class ClusterTest {
     }
 
     @Test
-    @Order(4)
+    @Order(40)
     void aLeasedLookupNamesEachOwnersLeaseAndEachIsReleasedAtItsNode() throws Exception {
         JsonNode answer = lookup(nodes.get(0), prompt.subList(0, 100), true);
         assertThat(answer.path("matchedBlocks").asInt()).isEqualTo(100);
@@ -153,7 +189,7 @@ class ClusterTest {
     }
 
     @Test
-    @Order(5)
+    @Order(50)
     void anEvictionPolicySetOnOneNodeShowsOnAll() throws Exception {
         var r = ClusterNodes.send(
                 nodes.get(1).base(),
@@ -186,7 +222,7 @@ class ClusterTest {
     }
 
     @Test
-    @Order(6)
+    @Order(60)
     void adminClusterListsMembersTheirTiersAndTheEpoch() throws Exception {
         var r = ClusterNodes.send(
                 nodes.get(2).base(), "GET", "/admin/cluster", null, "Authorization", "Bearer " + ADMIN_TOKEN);
@@ -206,7 +242,31 @@ class ClusterTest {
     }
 
     @Test
-    @Order(7)
+    @Order(65)
+    void aPinSetBeforeTheBlocksExistIsKept() throws Exception {
+        // nothing holds prompt[260, 400) yet: no block is pinned now, but the pin stays in etcd
+        var pinned = ClusterNodes.send(
+                nodes.get(0).base(),
+                "POST",
+                "/admin/pin",
+                pinRequest(260, 400),
+                "Authorization",
+                "Bearer " + ADMIN_TOKEN);
+        assertThat(pinned.statusCode()).as(pinned.body()).isEqualTo(200);
+        assertThat(JSON.readTree(pinned.body()).path("pinnedBlocks").asInt()).isZero();
+    }
+
+    static String pinRequest(int from, int to) {
+        return "{\"namespace\":\"" + NS + "\",\"blockHashes\":" + ClusterNodes.hexList(prompt.subList(from, to)) + "}";
+    }
+
+    static JsonNode clusterView(Node node) throws Exception {
+        var r = ClusterNodes.send(node.base(), "GET", "/admin/cluster", null, "Authorization", "Bearer " + ADMIN_TOKEN);
+        return JSON.readTree(r.body());
+    }
+
+    @Test
+    @Order(70)
     void aFourthNodeJoiningKeepsEveryHitAHit() throws Exception {
         nodes.add(ClusterNodes.start(etcd.endpoint(), "d", dir, "/ct/"));
         for (Node n : nodes) {
@@ -219,15 +279,71 @@ class ClusterTest {
         var fetched = ClusterNodes.fetch(nodes.get(3).base(), NS, prompt.subList(0, 260));
         assertThat(fetched.statusCode()).isEqualTo(200);
         assertFrames(fetched.body(), prompt.subList(0, 260));
+        // the eviction policy set before d joined holds on d
+        var policy = ClusterNodes.send(
+                nodes.get(3).base(), "GET", "/admin/eviction-policy", null, "Authorization", "Bearer " + ADMIN_TOKEN);
+        assertThat(JSON.readTree(policy.body()).path("DRAM").path("policy").asString())
+                .isEqualTo("LFU");
         // what is stored now goes to the new owners, d among them, and is found as well
-        var stored = ClusterNodes.store(nodes.get(3).base(), NS, ClusterNodes.frames(prompt, 260, 300));
+        var stored = ClusterNodes.store(nodes.get(3).base(), NS, ClusterNodes.frames(prompt, 260, 400));
         assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
         JsonNode answer = lookup(nodes.get(0), prompt, false);
-        assertThat(answer.path("matchedBlocks").asInt()).isEqualTo(300);
+        assertThat(answer.path("matchedBlocks").asInt()).isEqualTo(400);
     }
 
     @Test
-    @Order(8)
+    @Order(75)
+    void thePinSetBeforeDJoinedHoldsTheBlocksEachNodeStoredSince() throws Exception {
+        JsonNode answer = lookup(nodes.get(0), prompt, false);
+        java.util.Map<String, Integer> held = new java.util.TreeMap<>();
+        java.util.Map<String, BlockHash> oneOf = new java.util.TreeMap<>();
+        for (int i = 260; i < 400; i++) {
+            String node = answer.path("nodes").get(i).asString();
+            held.merge(node, 1, Integer::sum);
+            oneOf.putIfAbsent(node, prompt.get(i));
+        }
+        assertThat(held).as("d, which joined after the pin, took runs of it").containsKey("d");
+        // each node pins what it holds of it (d from etcd at its start, all at the renewal after the store)
+        for (Node n : nodes) {
+            int expected = held.getOrDefault(n.name(), 0);
+            await().atMost(Duration.ofSeconds(30))
+                    .untilAsserted(
+                            () -> assertThat(clusterView(n).path("pinnedBlocks").asInt())
+                                    .as(n.name())
+                                    .isEqualTo(expected));
+        }
+        Node d = nodes.get(3);
+        var refused = ClusterNodes.send(
+                d.base(),
+                "DELETE",
+                "/v1/namespaces/" + NS + "/blocks/" + oneOf.get("d").hex(),
+                null,
+                Peer.FORWARDED,
+                "test");
+        assertThat(refused.statusCode())
+                .as("a block pinned on d refuses deletion")
+                .isEqualTo(409);
+        var unpinned = ClusterNodes.send(
+                nodes.get(1).base(),
+                "POST",
+                "/admin/unpin",
+                pinRequest(260, 400),
+                "Authorization",
+                "Bearer " + ADMIN_TOKEN);
+        assertThat(JSON.readTree(unpinned.body()).path("unpinnedBlocks").asInt())
+                .isEqualTo(140);
+        // the nodes unpin at once, then etcd drops the pins (two transactions: a node may pin the blocks of the
+        // second again until it sees that one)
+        for (Node n : nodes) {
+            await().atMost(Duration.ofSeconds(20))
+                    .untilAsserted(
+                            () -> assertThat(clusterView(n).path("pinnedBlocks").asInt())
+                                    .isZero());
+        }
+    }
+
+    @Test
+    @Order(80)
     void pinsApplyOnEveryNodeHoldingTheBlocks() throws Exception {
         String request =
                 "{\"namespace\":\"" + NS + "\",\"blockHashes\":" + ClusterNodes.hexList(prompt.subList(0, 50)) + "}";
@@ -244,10 +360,114 @@ class ClusterTest {
                 Peer.FORWARDED,
                 "test");
         assertThat(deleted.statusCode()).isIn(404, 409); // pinned where it is held, absent elsewhere
+        // a delete through any node reaches the node holding the block: refused while it is pinned there
+        var held = ClusterNodes.send(
+                nodes.get(2).base(),
+                "DELETE",
+                "/v1/namespaces/" + NS + "/blocks/" + prompt.get(0).hex(),
+                null);
+        assertThat(held.statusCode()).as(held.body()).isEqualTo(409);
+        assertThat(held.headers().firstValue("Content-Type"))
+                .hasValueSatisfying(ct -> assertThat(ct).contains("problem+json"));
         var unpinned = ClusterNodes.send(
                 nodes.get(1).base(), "POST", "/admin/unpin", request, "Authorization", "Bearer " + ADMIN_TOKEN);
         assertThat(JSON.readTree(unpinned.body()).path("unpinnedBlocks").asInt())
                 .isEqualTo(50);
+    }
+
+    @Test
+    @Order(90)
+    void aDeleteThroughAnyNodeReachesTheNodeHoldingTheBlock() throws Exception {
+        BlockHash victim = prompt.get(100);
+        String holder =
+                lookup(nodes.get(0), prompt, false).path("nodes").get(100).asString();
+        Node asked =
+                nodes.stream().filter(n -> !n.name().equals(holder)).findFirst().orElseThrow();
+        var deleted =
+                ClusterNodes.send(asked.base(), "DELETE", "/v1/namespaces/" + NS + "/blocks/" + victim.hex(), null);
+        assertThat(deleted.statusCode()).as(deleted.body()).isEqualTo(204);
+        for (Node n : nodes) {
+            assertThat(lookup(n, prompt, false).path("matchedBlocks").asInt()).isEqualTo(100);
+        }
+        var again = ClusterNodes.send(asked.base(), "DELETE", "/v1/namespaces/" + NS + "/blocks/" + victim.hex(), null);
+        assertThat(again.statusCode()).isEqualTo(404);
+        assertThat(again.body()).contains(victim.hex(), "not stored on any live node");
+    }
+
+    @Test
+    @Order(100)
+    void aOneSidedReserveIsAcceptedOnlyWhereTheBlocksArePlacedAndOtherwiseNamesTheOwner() throws Exception {
+        BlockHash first = ClusterNodes.chain(1, 99).getFirst();
+        String body = "{\"blocks\":[{\"hash\":\"" + first.hex() + "\"}]}";
+        List<String> misdirected = new ArrayList<>();
+        String owner = null;
+        for (Node n : nodes) {
+            var r = ClusterNodes.send(n.base(), "POST", "/v1/namespaces/" + NS + "/blocks:reserve", body);
+            if (r.statusCode() == 421) {
+                assertThat(r.headers().firstValue("Content-Type"))
+                        .hasValueSatisfying(ct -> assertThat(ct).contains("problem+json"));
+                JsonNode problem = JSON.readTree(r.body());
+                assertThat(problem.path("detail").asString()).contains("reserve them at");
+                String named = problem.path("owners").get(0).path("node").asString();
+                assertThat(problem.path("owners")
+                                .get(0)
+                                .path("blockHashes")
+                                .get(0)
+                                .asString())
+                        .isEqualTo(first.hex());
+                assertThat(owner == null || owner.equals(named))
+                        .as("every node names the same owner")
+                        .isTrue();
+                owner = named;
+                misdirected.add(n.name());
+            } else {
+                // the owner takes it; this test's nodes run without the one-sided transport
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(503);
+                assertThat(r.body()).contains("one-sided transport is unavailable");
+            }
+        }
+        assertThat(misdirected).hasSize(3).doesNotContain(owner);
+        // a namespace kept twice: a one-sided write would reach one copy only, so every node refuses it
+        var declared = ClusterNodes.send(
+                nodes.get(0).base(), "PUT", "/v1/namespaces/" + ClusterNodes.REPLICATED, ClusterNodes.DECLARATION);
+        assertThat(declared.statusCode()).isIn(200, 201);
+        for (Node n : nodes) {
+            await().atMost(Duration.ofSeconds(20)).untilAsserted(() -> {
+                var r = ClusterNodes.send(
+                        n.base(), "POST", "/v1/namespaces/" + ClusterNodes.REPLICATED + "/blocks:reserve", body);
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(421);
+                assertThat(r.body()).contains("keeps 2 copies");
+            });
+        }
+    }
+
+    @Test
+    @Order(110)
+    void aNamespaceDeletedThroughOneNodeIsGoneFromAllAndStaysGone() throws Exception {
+        String ns = "short-lived";
+        assertThat(ClusterNodes.send(nodes.get(0).base(), "PUT", "/v1/namespaces/" + ns, ClusterNodes.DECLARATION)
+                        .statusCode())
+                .isEqualTo(201);
+        List<BlockHash> chain = ClusterNodes.chain(30, 5);
+        for (Node n : nodes) {
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(n.base(), "GET", "/v1/namespaces/" + ns, null)
+                                    .statusCode()
+                            == 200);
+        }
+        assertThat(ClusterNodes.store(nodes.get(0).base(), ns, ClusterNodes.frames(chain, 0, 30))
+                        .statusCode())
+                .isEqualTo(200);
+        var deleted = ClusterNodes.send(nodes.get(1).base(), "DELETE", "/v1/namespaces/" + ns, null);
+        assertThat(deleted.statusCode()).as(deleted.body()).isEqualTo(200);
+        assertThat(JSON.readTree(deleted.body()).path("deletedBlocks").asInt()).isEqualTo(30);
+        Thread.sleep(2500); // past two renewals (TTL 3 s): the settings read again from etcd do not bring it back
+        for (Node n : nodes) {
+            assertThat(ClusterNodes.send(n.base(), "GET", "/v1/namespaces/" + ns, null)
+                            .statusCode())
+                    .as(n.name())
+                    .isEqualTo(404);
+        }
     }
 
     /** The framed batch holds exactly {@code expected}, in order, each block's bytes as stored. */
