@@ -8,6 +8,7 @@ import io.kvstore.service.api.FetchRequest;
 import io.kvstore.service.api.LookupRequest;
 import io.kvstore.service.api.NamespaceView;
 import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.blocks.ReserveRequest;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.local.LocalPathController;
@@ -20,6 +21,7 @@ import io.kvstore.service.transport.OneSidedController;
 import io.kvstore.service.web.ConnectorStreams;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
+import jakarta.validation.Valid;
 import java.io.IOException;
 import java.net.URI;
 import java.util.List;
@@ -161,14 +163,9 @@ public class ClusterEngineController {
     public OneSidedController.ReserveResponse reserve(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
             @PathVariable("ns") String ns,
-            @RequestBody OneSidedController.ReserveRequest request)
+            @Valid @RequestBody ReserveRequest request)
             throws IOException {
-        requirePlacedHere(
-                caller,
-                ns,
-                request.blocks(),
-                OneSidedController.ReserveBlock::hash,
-                OneSidedController.ReserveBlock::parent);
+        requirePlacedHere(caller, ns, request);
         return oneSided.reserve(caller, ns, request);
     }
 
@@ -180,29 +177,18 @@ public class ClusterEngineController {
     public LocalPathController.ReserveResponse reserveLocal(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
             @PathVariable("ns") String ns,
-            @RequestBody LocalPathController.ReserveRequest request)
+            @Valid @RequestBody ReserveRequest request)
             throws IOException {
-        requirePlacedHere(
-                caller,
-                ns,
-                request.blocks(),
-                LocalPathController.ReserveBlock::hash,
-                LocalPathController.ReserveBlock::parent);
+        requirePlacedHere(caller, ns, request);
         return local.reserve(caller, ns, request);
     }
 
     /** 421 unless every block of a reserve is placed on this node. */
-    private <B> void requirePlacedHere(
-            Caller caller,
-            String ns,
-            List<B> reserved,
-            java.util.function.Function<B, String> hash,
-            java.util.function.Function<B, String> parent) {
-        if (reserved == null) {
-            return; // the reserve itself answers 400
-        }
-        List<String> hashes = reserved.stream().map(hash).toList();
-        List<String> parents = reserved.stream().map(parent).toList();
+    private void requirePlacedHere(Caller caller, String ns, ReserveRequest request) {
+        List<String> hashes =
+                request.blocks().stream().map(ReserveRequest.Block::hash).toList();
+        List<String> parents =
+                request.blocks().stream().map(ReserveRequest.Block::parent).toList();
         guard.requireWrite(caller, ns);
         guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);

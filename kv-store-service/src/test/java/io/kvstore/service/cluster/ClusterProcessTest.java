@@ -146,6 +146,7 @@ class ClusterProcessTest {
         AtomicInteger answered = new AtomicInteger();
         AtomicReference<String> bad = new AtomicReference<>();
         AtomicBoolean cKilled = new AtomicBoolean();
+        AtomicBoolean etcdStopped = new AtomicBoolean();
         Thread load = Thread.ofVirtual().start(() -> {
             while (running.get()) {
                 for (String base : List.of(a, b)) {
@@ -158,9 +159,13 @@ class ClusterProcessTest {
                             bad.compareAndSet(null, "matched a block held by the killed node: " + r.body());
                         }
                         var k = lookup(base, twice, kept);
-                        if (k.statusCode() != 200
-                                || JSON.readTree(k.body()).path("matchedBlocks").asInt() != 120) {
-                            bad.compareAndSet(null, "a replicated block missed: " + k.statusCode() + " " + k.body());
+                        if (k.statusCode() != 200) {
+                            bad.compareAndSet(null, k.statusCode() + " " + k.body());
+                        } else if (!etcdStopped.get()
+                                && JSON.readTree(k.body()).path("matchedBlocks").asInt() != 120) {
+                            // (once etcd is stopped and restarted, a node may see itself alone for a moment)
+                            bad.compareAndSet(
+                                    null, "a replicated block missed (c killed: " + cKilled.get() + "): " + k.body());
                         }
                         answered.incrementAndGet();
                     } catch (Exception e) {
@@ -190,6 +195,7 @@ class ClusterProcessTest {
             assertThat(fetchedKept.statusCode()).isEqualTo(200);
             ClusterTest.assertFrames(fetchedKept.body(), kept);
 
+            etcdStopped.set(true);
             etcd.stop();
             await().atMost(Duration.ofSeconds(30)).until(() -> !etcdReachable(a) && !etcdReachable(b));
             Thread.sleep(4000); // past the TTL with etcd down
@@ -216,6 +222,12 @@ class ClusterProcessTest {
                             .path("matchedBlocks")
                             .asInt())
                     .isEqualTo(40);
+            for (String base : List.of(a, b)) {
+                assertThat(JSON.readTree(lookup(base, twice, kept).body())
+                                .path("matchedBlocks")
+                                .asInt())
+                        .isEqualTo(120);
+            }
         } finally {
             running.set(false);
             load.join();
