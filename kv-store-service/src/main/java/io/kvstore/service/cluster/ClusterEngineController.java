@@ -147,7 +147,8 @@ public class ClusterEngineController {
             throws IOException {
         guard.requireWrite(caller, ns);
         NamespaceSpec spec = namespaces.require(ns);
-        router.delete(caller, ns, blocks.parseHashes(spec, List.of(hash), "hash").getFirst());
+        router.delete(
+                caller, ns, blocks.parseHashes(spec, List.of(hash), "hash").getFirst());
         return ResponseEntity.noContent().build();
     }
 

@@ -97,8 +97,7 @@ public final class ClusterRouter {
      * of whose askees did not answer is asked of its replicas next (one more round, again one request per
      * node), so with replicas a node that died is not a miss even before its lease expires.
      */
-    private Located locate(
-            Caller caller, String namespace, List<BlockHash> hashes, Askees askees, boolean lease) {
+    private Located locate(Caller caller, String namespace, List<BlockHash> hashes, Askees askees, boolean lease) {
         int n = hashes.size();
         Member[] holders = new Member[n];
         String[] tiers = new String[n];
@@ -421,7 +420,8 @@ public final class ClusterRouter {
      */
     public void delete(Caller caller, String namespace, BlockHash hash) throws IOException {
         int deleted = 0;
-        for (var e : onEveryNode("delete", peer -> peer.delete(caller, namespace, hash)).entrySet()) {
+        for (var e : onEveryNode("delete", peer -> peer.delete(caller, namespace, hash))
+                .entrySet()) {
             deleted += Boolean.TRUE.equals(e.getValue()) ? 1 : 0;
         }
         if (deleted == 0) {

@@ -88,9 +88,9 @@ public final class RemotePeer implements Peer {
 
     @Override
     public boolean delete(Caller caller, String namespace, BlockHash hash) throws IOException {
-        return sendUnlessAbsent(request(
-                                caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex())
-                        .DELETE())
+        return sendUnlessAbsent(
+                        request(caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex())
+                                .DELETE())
                 != null;
     }
 
@@ -112,7 +112,9 @@ public final class RemotePeer implements Peer {
 
     @Override
     public boolean release(Caller caller, String leaseId) throws IOException {
-        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId)).DELETE()) != null;
+        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId))
+                        .DELETE())
+                != null;
     }
 
     @Override

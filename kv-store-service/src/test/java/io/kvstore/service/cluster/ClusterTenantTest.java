@@ -192,13 +192,15 @@ class ClusterTenantTest {
             }
         }
         // beta cannot probe alpha's namespace either (the call nodes make to each other)
-        var probe = ClusterNodes.send(
-                a.base(),
-                "POST",
-                "/v1/namespaces/" + NS + "/blocks:probe",
-                "{\"blockHashes\":[\"" + hash + "\"]}",
-                BETA);
-        assertThat(probe.statusCode()).isEqualTo(403);
+        var probe = ClusterNodes.HTTP.send(
+                HttpRequest.newBuilder(URI.create(a.base() + "/v1/namespaces/" + NS + "/blocks:probe"))
+                        .header("Content-Type", "application/octet-stream")
+                        .headers(BETA)
+                        .POST(HttpRequest.BodyPublishers.ofByteArray(
+                                ProbeWire.request(List.of(prompt.getFirst()), false)))
+                        .build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(probe.statusCode()).as(probe.body()).isEqualTo(403);
         // the admin role reaches every member through the signed caller: b shows its tiers to a
         var cluster = JSON.readTree(ClusterNodes.send(a.base(), "GET", "/admin/cluster", null, ADMIN)
                 .body());
