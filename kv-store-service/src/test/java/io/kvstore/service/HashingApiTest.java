@@ -162,6 +162,98 @@ class HashingApiTest extends ServiceTest {
         assertThat(dynamoImage.body()).contains("\"field\":\"extraKeys.multimodal\"");
     }
 
+    @Test
+    void everyKindOfBadHashInputIsA400ProblemNamingItsField() throws Exception {
+        String layout = "\"model\":\"m\",\"layout\":{\"layers\":2,\"kvHeads\":2,\"headDim\":64,\"dtype\":\"float16\"}";
+        // seeds of the wrong type: JSON true or 1.5 are no PYTHONHASHSEED, a negative number no Dynamo seed
+        for (String seed : List.of("true", "1.5", "\"-1\"", "[\"0\"]", "\"0x10\"")) {
+            assertProblem(
+                    http.json(
+                            "PUT",
+                            "/v1/namespaces/h-seed",
+                            "{" + layout + ",\"hashScheme\":\"vllm:sha256\",\"hashSeed\":" + seed + "}"),
+                    "hashSeed");
+        }
+        for (String seed : List.of("-1", "true", "1.5", "\"18446744073709551616\"")) {
+            assertProblem(
+                    http.json(
+                            "PUT",
+                            "/v1/namespaces/h-seed",
+                            "{" + layout + ",\"hashScheme\":\"dynamo:kvbm_v1\",\"hashSeed\":" + seed + "}"),
+                    "hashSeed");
+        }
+        // a number is a PYTHONHASHSEED all the same
+        declare("h-seed", "vllm:sha256", "0", 16);
+        assertThat(lookup("h-seed", range(0, 16), null).body()).contains("\"matchedBlocks\":0");
+
+        declare("h-odd", "vllm:sha256", "\"0\"", 16);
+        String prompt = range(0, 40);
+        // multimodal positions past the prompt, overlapping (one inside another, the same tokens twice),
+        // empty, negative or not numbers
+        assertProblem(
+                mm("h-odd", prompt, "{\"identifier\":\"a\",\"offset\":38,\"length\":3}"), "extraKeys.multimodal[0]");
+        assertProblem(
+                mm(
+                        "h-odd",
+                        prompt,
+                        "{\"identifier\":\"a\",\"offset\":2,\"length\":30},{\"identifier\":\"b\",\"offset\":10,\"length\":4}"),
+                "extraKeys.multimodal[1]");
+        assertProblem(
+                mm(
+                        "h-odd",
+                        prompt,
+                        "{\"identifier\":\"a\",\"offset\":5,\"length\":4},{\"identifier\":\"b\",\"offset\":5,\"length\":4}"),
+                "extraKeys.multimodal[1]");
+        assertProblem(
+                mm("h-odd", prompt, "{\"identifier\":\"a\",\"offset\":5,\"length\":0}"), "extraKeys.multimodal[0]");
+        assertProblem(
+                mm("h-odd", prompt, "{\"identifier\":\"a\",\"offset\":-1,\"length\":2}"), "extraKeys.multimodal[0]");
+        assertProblem(mm("h-odd", prompt, "{\"offset\":1,\"length\":2}"), "extraKeys.multimodal[0]");
+        assertProblem(
+                mm("h-odd", prompt, "{\"identifier\":\"a\",\"offset\":\"zero\",\"length\":2}"),
+                "extraKeys.multimodal[0].offset");
+        // an item in the trailing partial block is inside the prompt: no block carries it
+        assertThat(mm("h-odd", prompt, "{\"identifier\":\"a\",\"offset\":36,\"length\":4}")
+                        .statusCode())
+                .isEqualTo(200);
+        // non-hex hashes, from the engine or for prompt embeddings
+        assertProblem(
+                http.json(
+                        "POST",
+                        "/v1/lookup",
+                        "{\"namespace\":\"h-odd\",\"blockHashes\":[\"" + "ab".repeat(32) + "\",\"xyz\"]}"),
+                "blockHashes[1]");
+        assertProblem(
+                lookup("h-odd", range(0, 16), "{\"promptEmbeds\":[\"" + "g".repeat(64) + "\"]}"),
+                "extraKeys.promptEmbeds[0]");
+        assertProblem(
+                http.json("POST", "/v1/lookup", "{\"namespace\":\"h-odd\",\"tokenIds\":[1,\"two\"]}"), "tokenIds[1]");
+
+        // what the Dynamo schemes cannot represent: multimodal items, prompt embeddings, further keys
+        declare("h-kvbm16", "dynamo:kvbm_v1", null, 16);
+        declare("h-router2", "dynamo:router", null, 16);
+        for (String ns : List.of("h-kvbm16", "h-router2")) {
+            assertProblem(mm(ns, prompt, "{\"identifier\":\"a\",\"offset\":0,\"length\":2}"), "extraKeys.multimodal");
+            assertProblem(
+                    lookup(ns, range(0, 16), "{\"promptEmbeds\":[\"" + "ab".repeat(32) + "\"]}"),
+                    "extraKeys.promptEmbeds");
+            assertProblem(lookup(ns, range(0, 16), "{\"more\":[\"x\"]}"), "extraKeys.more");
+        }
+        declare("h-fixed", "dynamo:router", "\"1337\"", 16);
+        assertProblem(lookup("h-fixed", range(0, 16), "{\"lora\":\"sql-lora\"}"), "extraKeys.lora");
+    }
+
+    private HttpResponse<String> mm(String ns, String tokens, String items) throws Exception {
+        return lookup(ns, tokens, "{\"multimodal\":[" + items + "]}");
+    }
+
+    private static void assertProblem(HttpResponse<String> r, String field) {
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
+        assertThat(r.headers().firstValue("Content-Type"))
+                .hasValueSatisfying(ct -> assertThat(ct).contains("application/problem+json"));
+        assertThat(r.body()).as(r.body()).contains("\"field\":\"" + field + "\"");
+    }
+
     private static List<BlockHash> hashesOf(String body) {
         String list = body.substring(body.indexOf("\"blockHashes\":[") + 15);
         list = list.substring(0, list.indexOf(']'));

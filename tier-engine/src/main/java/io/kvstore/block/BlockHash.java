@@ -20,11 +20,14 @@ public final class BlockHash implements Comparable<BlockHash> {
     private static final VarHandle WORD = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
 
     private final byte[] bytes;
-    private final int hashCode;
+    /**
+     * {@link #keyedHash} of the bytes, computed on first use (0 until then, as {@code String} does): a
+     * prompt's hashes are computed for all its blocks, but a lookup stops at the first one missing.
+     */
+    private int hashCode;
 
     private BlockHash(byte[] bytes) {
         this.bytes = bytes;
-        this.hashCode = keyedHash(bytes);
     }
 
     /**
@@ -60,6 +63,14 @@ public final class BlockHash implements Comparable<BlockHash> {
             throw new IllegalArgumentException("a block hash has 1 to 64 bytes, got " + bytes.length);
         }
         return new BlockHash(bytes.clone());
+    }
+
+    /** Wraps a copy of {@code bytes[from, from + length)}; 1 to 64 bytes. */
+    public static BlockHash of(byte[] bytes, int from, int length) {
+        if (length <= 0 || length > 64) {
+            throw new IllegalArgumentException("a block hash has 1 to 64 bytes, got " + length);
+        }
+        return new BlockHash(Arrays.copyOfRange(bytes, from, from + length));
     }
 
     /** The 8 big-endian bytes of a 64-bit hash (xxh3). */
@@ -107,12 +118,18 @@ public final class BlockHash implements Comparable<BlockHash> {
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof BlockHash other && hashCode == other.hashCode && Arrays.equals(bytes, other.bytes);
+        return o instanceof BlockHash other && Arrays.equals(bytes, other.bytes);
     }
 
     @Override
     public int hashCode() {
-        return hashCode;
+        int h = hashCode;
+        if (h == 0) {
+            // racy but safe: every thread computes the same value from final bytes
+            h = keyedHash(bytes);
+            hashCode = h;
+        }
+        return h;
     }
 
     @Override

@@ -1,6 +1,9 @@
 package io.kvstore.hashing;
 
 import io.kvstore.block.BlockHash;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.security.DigestException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -28,8 +31,11 @@ import net.openhft.hashing.LongTupleHashFunction;
  *   <li>{@code request_block_hasher}: only full blocks are hashed.
  * </ul>
  *
- * <p>Each thread keeps one digest and one encoding buffer; the extra keys of blocks that share them are
- * encoded once per prompt. Hashing a prompt allocates little beyond the resulting hashes.
+ * <p>Speed: each thread keeps one digest and one encoding buffer. A block's message is written straight
+ * into the buffer (token ids without a branch on their size), its digest is written where the next
+ * block's message needs its parent, and copied once into the block's {@link BlockHash}; the extra keys of
+ * blocks that share them are encoded once per prompt. Hashing a prompt allocates the resulting hashes and
+ * little else.
  */
 public final class VllmHasher implements BlockHasher {
 
@@ -59,9 +65,31 @@ public final class VllmHasher implements BlockHasher {
                     scheme + " needs the engine's PYTHONHASHSEED as seed (\"\" when it is set but empty); without it"
                             + " vLLM draws a random NONE_HASH and no block is ever shared");
         }
-        ExtraKeys.requireWellFormed(pythonHashSeed, "seed");
+        requirePythonHashSeed(scheme, pythonHashSeed);
         byte[] encoded = pickle ? Pickle.dumps(pythonHashSeed) : CanonicalCbor.encode(pythonHashSeed);
         this.noneHash = SCRATCH.get().digest(sha256, encoded, encoded.length).clone();
+    }
+
+    /**
+     * Refuses a seed no vLLM can run with: CPython refuses to start unless {@code PYTHONHASHSEED} is
+     * {@code random} or an integer in [0, 4294967295] (an empty value counts as unset, and vLLM then
+     * hashes {@code ""}). This also catches a JSON {@code true} or {@code 1.5} that the service's JSON
+     * reader turned into a string.
+     */
+    private static void requirePythonHashSeed(HashScheme scheme, String seed) {
+        if (seed.isEmpty() || seed.equals("random")) {
+            return;
+        }
+        String digits = seed.stripLeading(); // as strtoul, which Python uses, skips leading blanks
+        digits = digits.startsWith("+") ? digits.substring(1) : digits;
+        boolean decimal =
+                !digits.isEmpty() && digits.length() <= 10 && digits.chars().allMatch(c -> c >= '0' && c <= '9');
+        if (!decimal || Long.parseLong(digits) > 0xFFFF_FFFFL) {
+            throw new HashInputException(
+                    "seed",
+                    scheme + " takes the engine's PYTHONHASHSEED: 'random', an integer in [0, 4294967295] or empty"
+                            + " (Python refuses to start with anything else), got '" + seed + "'");
+        }
     }
 
     @Override
@@ -83,27 +111,13 @@ public final class VllmHasher implements BlockHasher {
         if (blocks == 0) {
             return List.of();
         }
-        HashInputs.checkTokens(tokenIds, 0, blocks * blockSize);
         Scratch scratch = SCRATCH.get();
-        Fragment common = null;
+        Fragments fragments = new Fragments();
         BlockHash[] hashes = new BlockHash[blocks];
-        byte[] parent = noneHash;
-        for (int b = 0; b < blocks; b++) {
-            int start = b * blockSize;
-            Fragment fragment;
-            if (perBlock.sameAsCommon(b, start, start + blockSize)) {
-                if (common == null) {
-                    common = fragment(perBlock.keys(b, start, start + blockSize));
-                }
-                fragment = common;
-            } else {
-                fragment = fragment(perBlock.keys(b, start, start + blockSize));
-            }
-            byte[] digest = pickle
-                    ? scratch.pickled(sha256, parent, tokenIds, start, blockSize, fragment)
-                    : scratch.cbor(sha256, parent, tokenIds, start, blockSize, fragment.bytes);
-            hashes[b] = BlockHash.of(digest);
-            parent = digest;
+        if (pickle) {
+            scratch.pickledPrompt(sha256, noneHash, tokenIds, blockSize, blocks, perBlock, fragments, hashes);
+        } else {
+            scratch.cborPrompt(sha256, noneHash, tokenIds, blockSize, blocks, perBlock, fragments, hashes);
         }
         return Collections.unmodifiableList(Arrays.asList(hashes));
     }
@@ -113,6 +127,22 @@ public final class VllmHasher implements BlockHasher {
      * (memo 0) and the token tuple (memo 1), and the keys are kept for a pickle that needs several frames.
      */
     private record Fragment(byte[] bytes, Object keys) {}
+
+    /** The fragments of one prompt's blocks; blocks that share the prompt's common keys share one. */
+    private final class Fragments {
+        private Fragment common;
+
+        /** The fragment of block {@code index}, {@code [start, end)}; blocks are asked for in order. */
+        Fragment of(VllmBlockKeys perBlock, int index, int start, int end) {
+            if (perBlock.sameAsCommon(index, start, end)) {
+                if (common == null) {
+                    common = fragment(perBlock.keys(index, start, end));
+                }
+                return common;
+            }
+            return fragment(perBlock.keys(index, start, end));
+        }
+    }
 
     private Fragment fragment(List<Object> keys) {
         if (!pickle) {
@@ -125,6 +155,19 @@ public final class VllmHasher implements BlockHasher {
 
     /** One thread's digests and encoding buffers. */
     private static final class Scratch {
+        /** Where a one-frame pickle's frame length and its parent's bytes are. */
+        static final int FRAME_AT = 3;
+
+        static final int PARENT_AT = FRAME_AT + 8 + 2;
+        /** BININT1, BININT2 and BININT, by the number of bytes above the first a token needs (0, 1, 2). */
+        static final int INT_OPCODES = Pickle.BININT1 | Pickle.BININT2 << 8 | Pickle.BININT << 16;
+        /** The argument bytes after a CBOR unsigned integer's head, by size class 0 to 3. */
+        static final long CBOR_ARG_BYTES = 0L | 1L << 8 | 2L << 16 | 4L << 24;
+
+        static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+        static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+        static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+
         final MessageDigest sha;
         final LongTupleHashFunction xxh128 = LongTupleHashFunction.xx128();
         final long[] xxhResult = new long[2];
@@ -147,137 +190,190 @@ public final class VllmHasher implements BlockHasher {
          * next call.
          */
         byte[] digest(boolean sha256, byte[] data, int length) {
+            byte[] out = sha256 ? shaOut : xxhOut;
+            digestInto(sha256, data, length, out, 0);
+            return out;
+        }
+
+        /** Writes the digest of {@code data[0, length)} to {@code out[at, at + 32 or 16)}. */
+        void digestInto(boolean sha256, byte[] data, int length, byte[] out, int at) {
             if (sha256) {
                 sha.update(data, 0, length);
                 try {
-                    sha.digest(shaOut, 0, 32);
+                    sha.digest(out, at, 32);
                 } catch (DigestException e) {
-                    throw new IllegalStateException("SHA-256 digest into a 32-byte array failed", e);
+                    throw new IllegalStateException("SHA-256 digest into a 32-byte range failed", e);
                 }
-                return shaOut;
+            } else {
+                xxh128.hashBytes(data, 0, length, xxhResult);
+                LONG_BE.set(out, at, xxhResult[1]);
+                LONG_BE.set(out, at + 8, xxhResult[0]);
             }
-            xxh128.hashBytes(data, 0, length, xxhResult);
-            putLongBe(xxhOut, 0, xxhResult[1]);
-            putLongBe(xxhOut, 8, xxhResult[0]);
-            return xxhOut;
         }
 
-        /** The digest of {@code pickle.dumps((parent, tuple(tokens), extra_keys), protocol=5)}. */
-        byte[] pickled(boolean sha256, byte[] parent, int[] tokens, int from, int count, Fragment extra) {
-            // PROTO, FRAME header, bytes + MEMOIZE, MARK, tokens (at most 5 bytes each), TUPLE + MEMOIZE, keys,
-            // TUPLE3 + MEMOIZE + STOP
-            long frame = 2L + parent.length + 1 + 1 + 5L * count + 2 + extra.bytes.length + 3;
-            if (frame >= Pickle.FRAME_SIZE_TARGET) {
-                // a frame ends inside this pickle: write it object by object, as the C pickler does
-                Pickle p = pickler.reset(false, 0);
-                p.header();
-                p.save(parent);
-                p.saveTokenTuple(tokens, from, count);
-                p.save(extra.keys);
-                p.closeTuple(3);
-                p.finish();
-                return digest(sha256, p.buf, p.pos);
+        /**
+         * Hashes blocks {@code [0, blocks)} of a prompt with the pickle schemes: each block's {@code
+         * pickle.dumps((parent, tuple(tokens), extra_keys), protocol=5)} is written straight into this
+         * scratch's buffer and digested there. The message starts with the same 13 bytes every time
+         * ({@code PROTO 5}, the {@code FRAME} opcode and its length, {@code SHORT_BINBYTES} and the
+         * parent's length), so only the frame length is patched per block; each digest is written
+         * into the parent's place, where the next block needs it, and copied once into its result.
+         */
+        void pickledPrompt(
+                boolean sha256,
+                byte[] noneHash,
+                int[] tokens,
+                int blockSize,
+                int blocks,
+                VllmBlockKeys perBlock,
+                Fragments fragments,
+                BlockHash[] out) {
+            int hashLength = noneHash.length;
+            boolean primed = false; // whether buf holds the constant header and the parent
+            for (int b = 0; b < blocks; b++) {
+                int start = b * blockSize;
+                Fragment extra = fragments.of(perBlock, b, start, start + blockSize);
+                // PROTO, FRAME header, bytes + MEMOIZE, MARK, tokens (at most 5 bytes each), TUPLE + MEMOIZE,
+                // keys, TUPLE3 + MEMOIZE + STOP
+                long frame = 2L + hashLength + 1 + 1 + 5L * blockSize + 2 + extra.bytes.length + 3;
+                if (frame >= Pickle.FRAME_SIZE_TARGET) {
+                    // a frame ends inside this pickle: write it object by object, as the C pickler does
+                    HashInputs.checkTokens(tokens, start, start + blockSize);
+                    Pickle p = pickler.reset(false, 0);
+                    p.header();
+                    p.save(b == 0 ? noneHash : out[b - 1].toBytes());
+                    p.saveTokenTuple(tokens, start, blockSize);
+                    p.save(extra.keys);
+                    p.closeTuple(3);
+                    p.finish();
+                    out[b] = BlockHash.of(digest(sha256, p.buf, p.pos));
+                    primed = false;
+                    continue;
+                }
+                // one frame; a token's 4-byte store may run 3 bytes past the last one
+                int need = (int) frame + FRAME_AT + 8 + 3;
+                if (buf.length < need) {
+                    buf = new byte[Math.max(need, 2 * buf.length)];
+                    primed = false;
+                }
+                if (!primed) {
+                    buf[0] = (byte) Pickle.PROTO;
+                    buf[1] = 5;
+                    buf[2] = (byte) Pickle.FRAME;
+                    buf[PARENT_AT - 2] = (byte) Pickle.SHORT_BINBYTES;
+                    buf[PARENT_AT - 1] = (byte) hashLength;
+                    System.arraycopy(b == 0 ? noneHash : out[b - 1].toBytes(), 0, buf, PARENT_AT, hashLength);
+                    primed = true;
+                }
+                int end = pickleBody(buf, PARENT_AT + hashLength, tokens, start, blockSize, extra.bytes);
+                LONG_LE.set(buf, FRAME_AT, (long) (end - (FRAME_AT + 8)));
+                // the digest takes the parent's place, where the next block needs it
+                digestInto(sha256, buf, end, buf, PARENT_AT);
+                out[b] = BlockHash.of(buf, PARENT_AT, hashLength);
             }
-            // one frame: the same bytes written straight, the frame length patched in at the end
-            int need = (int) frame + 11;
-            if (buf.length < need) {
-                buf = new byte[Math.max(need, 2 * buf.length)];
-            }
-            byte[] b = buf;
-            b[0] = (byte) Pickle.PROTO;
-            b[1] = 5;
-            b[2] = (byte) Pickle.FRAME;
-            int pos = 11;
-            b[pos++] = (byte) Pickle.SHORT_BINBYTES;
-            b[pos++] = (byte) parent.length;
-            System.arraycopy(parent, 0, b, pos, parent.length);
-            pos += parent.length;
+        }
+
+        /**
+         * Writes, from {@code pos}: the parent's {@code MEMOIZE}, the token tuple, the extra keys, {@code
+         * TUPLE3 MEMOIZE STOP}; returns the end. A negative token id is refused (after the block is
+         * written, so the loop has no branch for it). Each id is written as the C pickler
+         * does ({@code BININT1} below 256, {@code BININT2} below 65536, else {@code BININT}) without a
+         * branch on its size: the opcode and all four little-endian bytes are stored and the position
+         * advances by the opcode's length, so the next token overwrites the bytes not used.
+         */
+        private static int pickleBody(byte[] b, int pos, int[] tokens, int from, int count, byte[] extra) {
             b[pos++] = (byte) Pickle.MEMOIZE;
             if (count > 3) {
                 b[pos++] = (byte) Pickle.MARK;
             }
+            int all = 0;
             for (int i = from, end = from + count; i < end; i++) {
                 int t = tokens[i];
-                if (t <= 0xFF) {
-                    b[pos] = (byte) Pickle.BININT1;
-                    b[pos + 1] = (byte) t;
-                    pos += 2;
-                } else if (t <= 0xFFFF) {
-                    b[pos] = (byte) Pickle.BININT2;
-                    b[pos + 1] = (byte) t;
-                    b[pos + 2] = (byte) (t >>> 8);
-                    pos += 3;
-                } else {
-                    b[pos] = (byte) Pickle.BININT;
-                    b[pos + 1] = (byte) t;
-                    b[pos + 2] = (byte) (t >>> 8);
-                    b[pos + 3] = (byte) (t >>> 16);
-                    b[pos + 4] = (byte) (t >>> 24);
-                    pos += 5;
-                }
+                all |= t;
+                // 0, 1 or 2: whether bits above the first and second byte are set
+                int wide = ((-(t >>> 8)) >>> 31) + ((-(t >>> 16)) >>> 31);
+                b[pos] = (byte) (INT_OPCODES >>> (wide << 3));
+                INT_LE.set(b, pos + 1, t);
+                pos += 2 + wide + (wide >> 1);
+            }
+            if (all < 0) {
+                HashInputs.checkTokens(tokens, from, from + count); // throws, naming the negative id
             }
             b[pos++] = (byte) (count > 3 ? Pickle.TUPLE : Pickle.TUPLE1 + count - 1);
             b[pos++] = (byte) Pickle.MEMOIZE;
-            System.arraycopy(extra.bytes, 0, b, pos, extra.bytes.length);
-            pos += extra.bytes.length;
+            System.arraycopy(extra, 0, b, pos, extra.length);
+            pos += extra.length;
             b[pos++] = (byte) (Pickle.TUPLE1 + 2);
             b[pos++] = (byte) Pickle.MEMOIZE;
             b[pos++] = (byte) Pickle.STOP;
-            long length = pos - 11;
-            for (int i = 0; i < 8; i++) {
-                b[3 + i] = (byte) (length >>> (8 * i));
-            }
-            return digest(sha256, b, pos);
+            return pos;
         }
 
-        /** The digest of {@code cbor2.dumps((parent, tuple(tokens), extra_keys), canonical=True)}. */
-        byte[] cbor(boolean sha256, byte[] parent, int[] tokens, int from, int count, byte[] extra) {
-            int need = 1
-                    + CanonicalCbor.headLength(parent.length)
-                    + parent.length
-                    + CanonicalCbor.headLength(count)
-                    + 5 * count
-                    + extra.length;
-            if (buf.length < need) {
-                buf = new byte[Math.max(need, 2 * buf.length)];
+        /**
+         * Hashes blocks {@code [0, blocks)} of a prompt with the CBOR schemes: each block's {@code
+         * cbor2.dumps((parent, tuple(tokens), extra_keys), canonical=True)} is written into this scratch's
+         * buffer and digested there, the digest taking the parent's place for the next block as in {@link
+         * #pickledPrompt}; the array and byte-string heads before the parent never change.
+         */
+        void cborPrompt(
+                boolean sha256,
+                byte[] noneHash,
+                int[] tokens,
+                int blockSize,
+                int blocks,
+                VllmBlockKeys perBlock,
+                Fragments fragments,
+                BlockHash[] out) {
+            int hashLength = noneHash.length;
+            int parentAt = CanonicalCbor.writeHead(buf, 1, CanonicalCbor.BYTES, hashLength);
+            int tokensAt = parentAt + hashLength;
+            for (int b = 0; b < blocks; b++) {
+                int start = b * blockSize;
+                byte[] extra = fragments.of(perBlock, b, start, start + blockSize).bytes;
+                // a token's 8-byte store may run 7 bytes past its last byte
+                int need = tokensAt + CanonicalCbor.headLength(blockSize) + 5 * blockSize + extra.length + 8;
+                if (buf.length < need || b == 0) {
+                    byte[] parent = b == 0 ? noneHash : out[b - 1].toBytes();
+                    if (buf.length < need) {
+                        buf = new byte[Math.max(need, 2 * buf.length)];
+                    }
+                    buf[0] = (byte) ((CanonicalCbor.ARRAY << 5) | 3);
+                    CanonicalCbor.writeHead(buf, 1, CanonicalCbor.BYTES, hashLength);
+                    System.arraycopy(parent, 0, buf, parentAt, hashLength);
+                }
+                int pos = CanonicalCbor.writeHead(buf, tokensAt, CanonicalCbor.ARRAY, blockSize);
+                pos = cborTokens(buf, pos, tokens, start, blockSize);
+                System.arraycopy(extra, 0, buf, pos, extra.length);
+                pos += extra.length;
+                digestInto(sha256, buf, pos, buf, parentAt);
+                out[b] = BlockHash.of(buf, parentAt, hashLength);
             }
-            byte[] b = buf;
-            b[0] = (byte) ((CanonicalCbor.ARRAY << 5) | 3);
-            int pos = CanonicalCbor.writeHead(b, 1, CanonicalCbor.BYTES, parent.length);
-            System.arraycopy(parent, 0, b, pos, parent.length);
-            pos = CanonicalCbor.writeHead(b, pos + parent.length, CanonicalCbor.ARRAY, count);
+        }
+
+        /**
+         * Writes the token ids as canonical CBOR unsigned integers (the value itself below 24, else a
+         * 1, 2 or 4-byte big-endian argument after 0x18, 0x19 or 0x1A) without a branch on their size: the
+         * head and argument are built in the top bytes of a long, stored whole, and the position advances
+         * by their length. Returns the end.
+         */
+        private static int cborTokens(byte[] b, int pos, int[] tokens, int from, int count) {
+            int all = 0;
             for (int i = from, end = from + count; i < end; i++) {
                 int t = tokens[i];
-                if (t < 24) {
-                    b[pos++] = (byte) t;
-                } else if (t <= 0xFF) {
-                    b[pos] = 0x18;
-                    b[pos + 1] = (byte) t;
-                    pos += 2;
-                } else if (t <= 0xFFFF) {
-                    b[pos] = 0x19;
-                    b[pos + 1] = (byte) (t >>> 8);
-                    b[pos + 2] = (byte) t;
-                    pos += 3;
-                } else {
-                    b[pos] = 0x1A;
-                    b[pos + 1] = (byte) (t >>> 24);
-                    b[pos + 2] = (byte) (t >>> 16);
-                    b[pos + 3] = (byte) (t >>> 8);
-                    b[pos + 4] = (byte) t;
-                    pos += 5;
-                }
+                all |= t;
+                // 0 to 3: whether t >= 24, > 0xFF, > 0xFFFF
+                int size = ((23 - t) >>> 31) + ((-(t >>> 8)) >>> 31) + ((-(t >>> 16)) >>> 31);
+                int argBytes = (int) (CBOR_ARG_BYTES >>> (size << 3)) & 0xFF; // 0, 1, 2, 4
+                long head = size == 0 ? t : 0x17 + size; // 0x18, 0x19, 0x1A
+                long item = (head << (argBytes << 3)) | (t & ((1L << (argBytes << 3)) - 1));
+                // 1 + argBytes bytes, left-aligned in the long
+                LONG_BE.set(b, pos, item << (56 - (argBytes << 3)));
+                pos += 1 + argBytes;
             }
-            System.arraycopy(extra, 0, b, pos, extra.length);
-            pos += extra.length;
-            return digest(sha256, b, pos);
-        }
-
-        private static void putLongBe(byte[] out, int at, long v) {
-            for (int i = 7; i >= 0; i--) {
-                out[at + i] = (byte) v;
-                v >>>= 8;
+            if (all < 0) {
+                HashInputs.checkTokens(tokens, from, from + count); // throws, naming the negative id
             }
+            return pos;
         }
     }
 }

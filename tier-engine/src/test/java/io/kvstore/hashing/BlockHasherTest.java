@@ -184,6 +184,23 @@ class BlockHasherTest {
     }
 
     @Test
+    void vllmSeedsAreWhatPythonAcceptsAsPythonHashSeed() {
+        for (String seed : List.of("0", "4294967295", "random", "+7", " 12", "")) {
+            assertThat(BlockHasher.create(HashScheme.SHA256, seed).scheme()).isEqualTo(HashScheme.SHA256);
+        }
+        // a different seed string is a different NONE_HASH, as in vLLM (it hashes the variable's text)
+        assertThat(new VllmHasher(HashScheme.SHA256, "+7").noneHash())
+                .isNotEqualTo(new VllmHasher(HashScheme.SHA256, "7").noneHash());
+        for (String seed : List.of("true", "1.5", "-1", "4294967296", "12 ", "0x10", "salty")) {
+            assertThatThrownBy(() -> BlockHasher.create(HashScheme.XXHASH, seed))
+                    .as(seed)
+                    .isInstanceOf(HashInputException.class)
+                    .hasMessageStartingWith("seed: vllm:xxhash takes the engine's PYTHONHASHSEED")
+                    .hasMessageContaining("got '" + seed + "'");
+        }
+    }
+
+    @Test
     void dynamoSeedsAreUnsigned64BitNumbers() {
         assertThatThrownBy(() -> BlockHasher.create(HashScheme.DYNAMO_ROUTER, "tenant"))
                 .isInstanceOf(HashInputException.class)

@@ -230,7 +230,13 @@ public class ClusterEngineController {
         } else {
             throw new InvalidRequestException("tokenIds", "one of tokenIds or blockHashes is required");
         }
-        return router.lookup(caller, request.namespace(), spec, hashes, Boolean.TRUE.equals(request.lease()));
+        return router.lookup(
+                caller,
+                request.namespace(),
+                spec,
+                hashes,
+                Boolean.TRUE.equals(request.lease()),
+                Boolean.TRUE.equals(request.allHashes()));
     }
 
     @PutMapping(

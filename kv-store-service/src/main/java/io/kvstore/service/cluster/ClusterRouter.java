@@ -248,9 +248,18 @@ public final class ClusterRouter {
 
     // ---- lookup ----------------------------------------------------------------------------------
 
-    /** The longest prefix of {@code hashes} (a prompt from its first block) held anywhere in the cluster. */
+    /**
+     * The longest prefix of {@code hashes} (a prompt from its first block) held anywhere in the cluster;
+     * the answer's {@code blockHashes} are the matched blocks', or with {@code allHashes} every one of
+     * {@code hashes}, stored or not (as a single node answers).
+     */
     public ClusterLookupResponse lookup(
-            Caller caller, String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
+            Caller caller,
+            String namespace,
+            NamespaceSpec spec,
+            List<BlockHash> hashes,
+            boolean lease,
+            boolean allHashes) {
         long start = System.nanoTime();
         Located located = locate(caller, namespace, hashes, owners(namespace, hashes), lease);
         int matched = 0;
@@ -288,7 +297,8 @@ public final class ClusterRouter {
                 namespace,
                 matched,
                 (long) matched * spec.blockSize(),
-                hashes.subList(0, matched).stream().map(BlockHash::hex).toList(),
+                (allHashes ? hashes : hashes.subList(0, matched))
+                        .stream().map(BlockHash::hex).toList(),
                 tiers,
                 nodes,
                 leases);

@@ -470,6 +470,48 @@ class ClusterTest {
         }
     }
 
+    @Test
+    @Order(120)
+    void aTokenLookupWithAllHashesAnswersEveryBlockHashStoredOrNot() throws Exception {
+        // tokens 1000..1052, block size 16, sha256_cbor seed "0": docs/hashing/golden_sha256_cbor.py's vectors
+        List<String> golden = List.of(
+                "749fdc796f99efd836e0126282116392f5a5e4ea5c7ed009f2f58c385525a1f5",
+                "2d5697df551c58c422455b94c9c0db1ddfc2a375c20b0014c82e2a1e69c1d12a",
+                "9bc8fffb32c004317d2644e9bb8aea87ba79800dcae35b235e6a96ce6a96239b");
+        StringBuilder tokens = new StringBuilder("[");
+        for (int t = 1000; t < 1053; t++) {
+            tokens.append(t == 1000 ? "" : ",").append(t);
+        }
+        String all = "{\"namespace\":\"" + NS + "\",\"tokenIds\":" + tokens + "],\"allHashes\":true}";
+        JsonNode none = tokenLookup(nodes.get(1), all);
+        assertThat(none.path("matchedBlocks").asInt()).isZero();
+        assertThat(strings(none.path("blockHashes"))).isEqualTo(golden);
+
+        List<BlockHash> chain = golden.stream().map(BlockHash::ofHex).toList();
+        var stored = ClusterNodes.store(nodes.get(0).base(), NS, ClusterNodes.frames(chain, 0, 2));
+        assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+        for (Node n : nodes) {
+            JsonNode some = tokenLookup(n, all);
+            assertThat(some.path("matchedBlocks").asInt()).isEqualTo(2);
+            assertThat(some.path("nodes")).hasSize(2);
+            assertThat(strings(some.path("blockHashes"))).isEqualTo(golden);
+            JsonNode matchedOnly = tokenLookup(n, all.replace(",\"allHashes\":true", ""));
+            assertThat(strings(matchedOnly.path("blockHashes"))).isEqualTo(golden.subList(0, 2));
+        }
+    }
+
+    static JsonNode tokenLookup(Node node, String json) throws Exception {
+        var r = ClusterNodes.send(node.base(), "POST", "/v1/lookup", json);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        return JSON.readTree(r.body());
+    }
+
+    static List<String> strings(JsonNode array) {
+        List<String> out = new ArrayList<>();
+        array.forEach(x -> out.add(x.asString()));
+        return out;
+    }
+
     /** The framed batch holds exactly {@code expected}, in order, each block's bytes as stored. */
     static void assertFrames(byte[] body, List<BlockHash> expected) throws Exception {
         var reader =
