@@ -14,13 +14,14 @@ class ClientDisconnectTest extends ServiceTest {
 
     @Test
     void aClientThatClosesMidUploadIsCounted() throws Exception {
-        http.json("PUT", "/v1/namespaces/gone", TestLayout.declaration("m"));
+        // a namespace of its own: the context (and its catalog) is shared with the other ServiceTest classes
+        http.json("PUT", "/v1/namespaces/half-upload", TestLayout.declaration("m"));
         double before = disconnects();
         var hashes = TestLayout.hashes(TestLayout.tokens(4, 11));
         byte[] body = Http.frames(hashes, TestLayout.blocks(4, 11), null);
         try (Socket socket = new Socket("127.0.0.1", port)) {
             OutputStream out = socket.getOutputStream();
-            out.write(("PUT /v1/namespaces/gone/blocks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            out.write(("PUT /v1/namespaces/half-upload/blocks HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                             + "Content-Type: application/octet-stream\r\nContent-Length: " + body.length + "\r\n\r\n")
                     .getBytes(StandardCharsets.US_ASCII));
             out.write(body, 0, body.length / 2 + 100); // into the third block, then gone
