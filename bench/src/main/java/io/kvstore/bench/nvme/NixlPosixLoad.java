@@ -76,39 +76,48 @@ public final class NixlPosixLoad {
         try (ExecutorService io = Executors.newFixedThreadPool(depth)) {
             long start = System.nanoTime();
             for (long off = 0; off < total; off += (long) block * depth) {
-                List<Future<?>> batch = new ArrayList<>();
-                for (int i = 0; i < depth && off + (long) i * block < total; i++) {
-                    long at = off + (long) i * block;
-                    MemorySegment s = sources.get(i);
-                    batch.add(io.submit(() -> {
-                        LibC.pwriteFully(fd, s, at, path);
-                        return null;
-                    }));
-                }
-                for (Future<?> f : batch) {
-                    f.get();
-                }
+                pio(io, true, sources, off, block, depth, total, fd, path);
             }
             LibC.fdatasync(fd, path);
             double write = total / 1e6 / ((System.nanoTime() - start) / 1e9);
             start = System.nanoTime();
             for (long off = 0; off < total; off += (long) block * depth) {
-                List<Future<?>> batch = new ArrayList<>();
-                for (int i = 0; i < depth && off + (long) i * block < total; i++) {
-                    long at = off + (long) i * block;
-                    MemorySegment t = targets.get(i);
-                    batch.add(io.submit(() -> {
-                        LibC.preadFully(fd, t, at, path);
-                        return null;
-                    }));
-                }
-                for (Future<?> f : batch) {
-                    f.get();
-                }
-                verify(targets, crcs, batch.size());
+                int n = pio(io, false, targets, off, block, depth, total, fd, path);
+                verify(targets, crcs, n);
             }
             return new double[] {write, total / 1e6 / ((System.nanoTime() - start) / 1e9)};
         }
+    }
+
+    /** One batch on the tier's own path: buffer i <-> the file at off + i * block, one I/O thread each. */
+    private static int pio(
+            ExecutorService io,
+            boolean write,
+            List<MemorySegment> buffers,
+            long off,
+            int block,
+            int depth,
+            long total,
+            int fd,
+            String path)
+            throws Exception {
+        List<Future<?>> batch = new ArrayList<>();
+        for (int i = 0; i < depth && off + (long) i * block < total; i++) {
+            long at = off + (long) i * block;
+            MemorySegment buffer = buffers.get(i);
+            batch.add(io.submit(() -> {
+                if (write) {
+                    LibC.pwriteFully(fd, buffer, at, path);
+                } else {
+                    LibC.preadFully(fd, buffer, at, path);
+                }
+                return null;
+            }));
+        }
+        for (Future<?> f : batch) {
+            f.get();
+        }
+        return batch.size();
     }
 
     private static double[] nixl(
