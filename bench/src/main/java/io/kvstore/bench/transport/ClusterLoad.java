@@ -37,22 +37,9 @@ public final class ClusterLoad {
         HttpLoad.send("PUT", bases.getFirst() + "/v1/namespaces/" + ns, """
                 {"model":"bench","layout":{"layers":2,"kvHeads":8,"headDim":128,"dtype":"float16","blockSize":256},
                  "hashScheme":"sha256_cbor","hashSeed":"0"}""".getBytes());
-        SplittableRandom random = new SplittableRandom(13);
-        List<byte[]> data = new ArrayList<>(count);
-        List<BlockHash> hashes = new ArrayList<>(count);
-        for (int i = 0; i < count; i++) {
-            byte[] b = new byte[BLOCK];
-            for (int j = 0; j < BLOCK; j += 8) {
-                long v = random.nextLong();
-                for (int s = 0; s < 8; s++) {
-                    b[j + s] = (byte) (v >>> (8 * s));
-                }
-            }
-            data.add(b);
-            byte[] h = new byte[32];
-            random.nextBytes(h);
-            hashes.add(BlockHash.of(h));
-        }
+        HttpLoad.RandomBlocks generated = HttpLoad.randomBlocks(new SplittableRandom(13), count);
+        List<byte[]> data = generated.data();
+        List<BlockHash> hashes = generated.hashes();
         for (int first = 0; first < count; first += batch) {
             ByteArrayOutputStream frames = new ByteArrayOutputStream();
             DataOutputStream out = new DataOutputStream(frames);

@@ -149,8 +149,10 @@ public final class HttpLoad {
 
     // ---- 2 MiB blocks ---------------------------------------------------------------------------
 
-    private static void blocks(String base, int redisPort, int count, int batch, int[] clientCounts) throws Exception {
-        SplittableRandom random = new SplittableRandom(11);
+    /** {@code count} random 2 MiB blocks and a random 32-byte hash for each, drawn in that order. */
+    record RandomBlocks(List<byte[]> data, List<BlockHash> hashes) {}
+
+    static RandomBlocks randomBlocks(SplittableRandom random, int count) {
         List<byte[]> data = new ArrayList<>(count);
         List<BlockHash> hashes = new ArrayList<>(count);
         for (int i = 0; i < count; i++) {
@@ -166,6 +168,13 @@ public final class HttpLoad {
             random.nextBytes(h);
             hashes.add(BlockHash.of(h));
         }
+        return new RandomBlocks(data, hashes);
+    }
+
+    private static void blocks(String base, int redisPort, int count, int batch, int[] clientCounts) throws Exception {
+        RandomBlocks generated = randomBlocks(new SplittableRandom(11), count);
+        List<byte[]> data = generated.data();
+        List<BlockHash> hashes = generated.hashes();
         // warm-up: one untimed round of every operation, so the JIT has compiled the service's and this client's
         // paths before the clock runs (the service is long-lived; Redis has no JIT)
         blockRound(base, redisPort, hashes, data, count / batch, batch, clientCounts[0]);
