@@ -90,14 +90,24 @@ final class Mover implements AutoCloseable {
      * first for an old, unpublished slot of the same key to be freed by its owner.
      */
     void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes) throws IOException {
+        writeWithRoom(tier, entry, record.length(), () -> tier.write(record, bytes));
+    }
+
+    /** One attempt at writing a copy into a tier; {@link TierFullException} when it has no room. */
+    @FunctionalInterface
+    private interface TierWrite {
+        void write() throws IOException;
+    }
+
+    private void writeWithRoom(BlockTier tier, CatalogEntry entry, int length, TierWrite write) throws IOException {
         Residency.awaitOldCopyFreed(tier, entry);
         long start = System.nanoTime();
         while (true) {
             try {
-                tier.write(record, bytes);
+                write.write();
                 return;
             } catch (TierFullException full) {
-                makeRoom(tier.id(), record.length(), full, start);
+                makeRoom(tier.id(), length, full, start);
             }
         }
     }
@@ -201,7 +211,7 @@ final class Mover implements AutoCloseable {
      */
     void demoteToLowWatermark(TierId id) {
         BlockTier tier = stack.get(id);
-        TierId below = stack.below(id);
+        TierId below = stack.demotesTo(id);
         boolean batched = below != null && stack.get(below).batchesWrites();
         int budget = tier.blockCount() * 2 + 16;
         while (budget > 0) {
@@ -264,13 +274,16 @@ final class Mover implements AutoCloseable {
         List<CatalogEntry> copied = new ArrayList<>();
         List<CatalogEntry> corrupt = new ArrayList<>();
         long copiedBytes = 0;
+        DeviceStoragePath direct = stack.deviceStorage(id, below);
         try (Arena arena = Arena.ofConfined()) {
             for (CatalogEntry entry : claimed) {
                 if (entry.residentIn(below)) {
                     continue;
                 }
                 try {
-                    sources.add(source(from, entry, arena));
+                    if (direct == null) {
+                        sources.add(source(from, entry, arena));
+                    }
                     records.add(Residency.recordOf(entry));
                     copied.add(entry);
                     copiedBytes += entry.length();
@@ -280,7 +293,11 @@ final class Mover implements AutoCloseable {
             }
             long start = System.nanoTime();
             try {
-                to.writeAll(records, sources);
+                if (direct != null) {
+                    direct.demote(records);
+                } else {
+                    to.writeAll(records, sources);
+                }
             } catch (IOException | RuntimeException e) {
                 for (CatalogEntry entry : claimed) {
                     entry.abortMove();
@@ -355,7 +372,7 @@ final class Mover implements AutoCloseable {
         if (!entry.claimMove(id)) {
             return true;
         }
-        TierId below = stack.below(id);
+        TierId below = stack.demotesTo(id);
         TierId copiedTo = null;
         boolean newCopy = false;
         boolean droppedCorrupt = false;
@@ -490,8 +507,14 @@ final class Mover implements AutoCloseable {
 
     private void copyDown(CatalogEntry entry, TierId from, TierId to) throws IOException {
         long start = System.nanoTime();
-        try (Arena arena = Arena.ofConfined()) {
-            writeWithRoom(stack.get(to), entry, Residency.recordOf(entry), source(stack.get(from), entry, arena));
+        DeviceStoragePath direct = stack.deviceStorage(from, to);
+        if (direct != null) {
+            BlockRecord record = Residency.recordOf(entry);
+            writeWithRoom(stack.get(to), entry, record.length(), () -> direct.demote(List.of(record)));
+        } else {
+            try (Arena arena = Arena.ofConfined()) {
+                writeWithRoom(stack.get(to), entry, Residency.recordOf(entry), source(stack.get(from), entry, arena));
+            }
         }
         events.moved(from, to, entry.length(), System.nanoTime() - start);
     }
@@ -525,7 +548,7 @@ final class Mover implements AutoCloseable {
 
     /** Schedules a copy of a block hit in {@code hitTier} into the tier above, when that tier asks for it. */
     void maybePromote(CatalogEntry entry, TierId hitTier) {
-        TierId above = stack.above(hitTier);
+        TierId above = stack.promotesTo(hitTier);
         if (above == null || !stack.settings(above).promoteOnHit() || !promotionsQueued.add(entry.key())) {
             return;
         }
@@ -546,6 +569,12 @@ final class Mover implements AutoCloseable {
         }
         BlockRecord record = Residency.recordOf(entry);
         long start = System.nanoTime();
+        DeviceStoragePath direct = stack.deviceStorage(from, to);
+        if (direct != null) {
+            promoteDirect(entry, record, from, to, direct);
+            afterInsert(to);
+            return;
+        }
         // Everything happens while the read holds the block: a concurrent delete waits for us, so the
         // copy we add is either published on the live entry or removed by us, never left behind.
         residency.read(
@@ -566,6 +595,44 @@ final class Mover implements AutoCloseable {
                 },
                 null);
         afterInsert(to);
+    }
+
+    /**
+     * A promotion that never passes through host memory (NVMe straight to HBM): the block is held as a
+     * reader of its copy in {@code from}, so a delete waits for us, while the device path copies and checks
+     * it. A copy that fails its check is dropped from {@code from} and counted.
+     */
+    private void promoteDirect(CatalogEntry entry, BlockRecord record, TierId from, TierId to, DeviceStoragePath direct)
+            throws IOException {
+        long start = System.nanoTime();
+        TierId held = entry.beginRead(from);
+        if (held == null) {
+            return;
+        }
+        boolean corrupt = false;
+        try {
+            if (held != from || entry.residentIn(to)) {
+                return;
+            }
+            writeWithRoom(stack.get(to), entry, record.length(), () -> direct.promote(record));
+            if (addCopy(entry, to, record)) {
+                stack.policy(to).onInsert(entry.key(), entry.parentKey());
+                events.promoted(from, to, entry.length());
+                events.moved(from, to, entry.length(), System.nanoTime() - start);
+            } else {
+                stack.get(to).delete(entry.key());
+            }
+        } catch (ChecksumMismatchException failed) {
+            corrupt = true;
+        } catch (DeviceStoragePath.DeviceCopyMismatch arrivedBad) {
+            events.checksumFailed(to, entry.key());
+            log.warn("promotion of {} from {} to {} refused: {}", entry.key(), from, to, arrivedBad.getMessage());
+        } finally {
+            entry.endRead();
+        }
+        if (corrupt) {
+            residency.dropCorrupt(entry, from);
+        }
     }
 
     // ---- the background thread ----------------------------------------------------------------

@@ -12,7 +12,10 @@ import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.DeviceFileCopier;
+import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.time.Clock;
@@ -67,6 +70,27 @@ public final class TierEngine implements AutoCloseable {
             Duration defaultLeaseTimeout,
             EngineEvents events,
             Clock clock) {
+        this(tierList, tierSettings, defaultLeaseTimeout, events, clock, null, false);
+    }
+
+    /**
+     * An engine whose HBM and NVMe tiers exchange blocks straight through {@code deviceFiles} (GPUDirect
+     * Storage: cuFile or NIXL GDS) when it is not null: HBM demotes to NVMe and NVMe hits promote to HBM
+     * without host memory ({@link DeviceStoragePath}). The engine owns the copier and closes it.
+     *
+     * @param readBack whether a block written device-to-NVMe is read back into host memory and checked
+     *     before it is indexed (otherwise it keeps the CRC32C checked in host memory when it entered HBM)
+     * @throws IllegalArgumentException when {@code deviceFiles} is given but HBM is not a device tier or
+     *     there is no NVMe tier
+     */
+    public TierEngine(
+            Collection<? extends BlockTier> tierList,
+            Map<TierId, TierSettings> tierSettings,
+            Duration defaultLeaseTimeout,
+            EngineEvents events,
+            Clock clock,
+            @Nullable DeviceFileCopier deviceFiles,
+            boolean readBack) {
         this.clock = clock;
         this.catalog = new Catalog(clock::millis);
         this.stack = new TierStack(
@@ -80,6 +104,16 @@ public final class TierEngine implements AutoCloseable {
                     CatalogEntry entry = catalog.get(key);
                     return entry == null ? 0 : entry.length();
                 });
+        if (deviceFiles != null) {
+            BlockTier hbm = stack.ids().contains(TierId.HBM) ? stack.get(TierId.HBM) : null;
+            BlockTier nvme = stack.ids().contains(TierId.NVME) ? stack.get(TierId.NVME) : null;
+            if (!(hbm instanceof DeviceTier device) || !(nvme instanceof NvmeTier files)) {
+                deviceFiles.close();
+                throw new IllegalArgumentException("a device storage path (" + deviceFiles.name()
+                        + ") needs an HBM tier in device memory and an NVMe tier; tiers: " + stack.ids());
+            }
+            stack.routeDeviceStorage(new DeviceStoragePath(device, files, deviceFiles, readBack));
+        }
         this.residency = new Residency(stack, catalog, events);
         this.mover = new Mover(stack, catalog, residency, events);
         this.leases = new LeaseTable(catalog, clock, defaultLeaseTimeout);
@@ -421,6 +455,14 @@ public final class TierEngine implements AutoCloseable {
 
     public List<TierStats> stats() {
         return stack.stats(mover::demotionFailure);
+    }
+
+    /**
+     * How blocks move between HBM and NVMe when they move directly (the device storage copier and its
+     * checks), or null when they go through DRAM as between any other tiers.
+     */
+    public @Nullable String deviceStorageRoute() {
+        return stack.deviceStorageRoute();
     }
 
     public Set<TierId> tierIds() {

@@ -33,6 +33,7 @@ final class TierStack implements AutoCloseable {
     private final TreeMap<TierId, BlockTier> tiers = new TreeMap<>();
     private final EnumMap<TierId, TierPolicy> policies = new EnumMap<>(TierId.class);
     private final Map<TierId, TierSettings> settings = new ConcurrentHashMap<>();
+    private volatile @Nullable DeviceStoragePath deviceStorage;
 
     /**
      * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
@@ -85,6 +86,7 @@ final class TierStack implements AutoCloseable {
         return tiers.lastKey();
     }
 
+    /** The next slower tier: where a read looks after a failed copy, and where blocks demote by default. */
     @Nullable
     TierId below(TierId id) {
         return tiers.higherKey(id);
@@ -93,6 +95,41 @@ final class TierStack implements AutoCloseable {
     @Nullable
     TierId above(TierId id) {
         return tiers.lowerKey(id);
+    }
+
+    /**
+     * Routes HBM and NVMe to each other through {@code path} (GPUDirect Storage): HBM then demotes straight
+     * to NVMe and NVMe hits promote straight to HBM, past DRAM. Set once, before the engine moves anything.
+     */
+    void routeDeviceStorage(DeviceStoragePath path) {
+        this.deviceStorage = path;
+        log.info("tiers: HBM demotes straight to NVMe and NVMe promotes straight to HBM, via {}", path.describe());
+    }
+
+    /** Where blocks leaving {@code id} go: the tier below, or NVMe for HBM on a device storage path. */
+    @Nullable
+    TierId demotesTo(TierId id) {
+        return deviceStorage != null && id == TierId.HBM ? TierId.NVME : below(id);
+    }
+
+    /** Where a hit in {@code id} promotes to: the tier above, or HBM for NVMe on a device storage path. */
+    @Nullable
+    TierId promotesTo(TierId id) {
+        return deviceStorage != null && id == TierId.NVME ? TierId.HBM : above(id);
+    }
+
+    /** The device storage path when it carries a move from {@code from} to {@code to}, else null. */
+    @Nullable
+    DeviceStoragePath deviceStorage(TierId from, TierId to) {
+        DeviceStoragePath path = deviceStorage;
+        return path != null && path.carries(from, to) ? path : null;
+    }
+
+    /** How HBM meets NVMe, for operators: the device storage path, or null when blocks go through DRAM. */
+    @Nullable
+    String deviceStorageRoute() {
+        DeviceStoragePath path = deviceStorage;
+        return path == null ? null : path.describe();
     }
 
     TierPolicy policy(TierId id) {
@@ -168,6 +205,10 @@ final class TierStack implements AutoCloseable {
 
     @Override
     public void close() {
+        DeviceStoragePath path = deviceStorage;
+        if (path != null) {
+            path.close();
+        }
         for (BlockTier tier : tiers.values()) {
             tier.close();
         }

@@ -9,6 +9,8 @@ import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.memory.SlotTable;
+import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -101,6 +103,35 @@ public final class DeviceTier implements BlockTier {
                     "block " + record.key() + " fails its CRC32C in host memory on its way to tier " + id);
         }
         slots.place(record, offset -> copier.toDevice(src, offset));
+    }
+
+    /**
+     * The block's slot in the device region, for a copy straight to storage; valid while the caller holds
+     * the block (a reader or a claimed move), which keeps the slot from being freed.
+     */
+    public long slotOffset(BlockKey key) throws BlockNotFoundException {
+        return slots.require(key).offset();
+    }
+
+    /**
+     * Stores a block whose bytes {@code filler} puts straight into a free slot of the device region (DMA
+     * from storage, given the slot's offset), then reads the slot back into host memory and checks its
+     * CRC32C there before the block is held: nothing that was not checked is ever served from this tier.
+     *
+     * @throws ChecksumMismatchException when the bytes that arrived are not the block (the slot is freed)
+     */
+    public void writeFromStorage(BlockRecord record, SlotTable.Filler<IOException> filler) throws IOException {
+        slots.place(record, offset -> {
+            filler.fill(offset);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment back = arena.allocate(record.length(), 4096);
+                copier.toHost(offset, back);
+                if (Checksums.crc32c(back) != record.crc32c()) {
+                    throw new ChecksumMismatchException("block " + record.key() + " copied from storage into tier " + id
+                            + " fails its CRC32C on read-back");
+                }
+            }
+        });
     }
 
     /** Copies the block to {@code dst} (host memory) and checks its CRC32C there. */

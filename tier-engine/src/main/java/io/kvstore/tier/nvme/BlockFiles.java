@@ -157,6 +157,11 @@ final class BlockFiles implements AutoCloseable {
         LibC.preadFully(fd, aligned, offset % config.fileSizeBytes(), pathOf(offset));
     }
 
+    /** The file holding linear offset {@code offset} (created and preallocated if needed), for a device copier. */
+    DeviceFileCopier.BlockFile fileAt(long offset) throws IOException {
+        return new DeviceFileCopier.BlockFile(fdFor(offset), pathOf(offset), config.fileSizeBytes());
+    }
+
     /** Makes the data of the file holding {@code offset} durable. */
     void sync(long offset) throws IOException {
         LibC.fdatasync(fdFor(offset), pathOf(offset));

@@ -44,9 +44,14 @@ import org.slf4j.LoggerFactory;
  * ({@link DiskSpace}): the write fails as {@link TierFullException}, so the engine evicts this tier's own
  * victims and retries, and the capacity grows back when the filesystem has room again.
  *
- * <p>Why it is long: recovery, the group-committed write with its rollback of slots, and the verified read
- * share one map, index and allocator, and the order between them is the durability argument above; what
- * stands alone is already its own class ({@link BlockFiles}, {@link NvmeIndex}, {@link DiskSpace}).
+ * <p>Blocks can also come straight from the device (HBM) tier's memory and go straight back to it
+ * ({@link #writeAllFromDevice}, {@link #readToDevice}) through a {@link DeviceFileCopier} (GPUDirect
+ * Storage): the same slots, files, durability order and index, so recovery and crashes treat them alike.
+ *
+ * <p>Why it is long: recovery, the group-committed write with its rollback of slots (from host memory or
+ * from the device), and the verified read share one map, index and allocator, and the order between them
+ * is the durability argument above; what stands alone is already its own class ({@link BlockFiles},
+ * {@link NvmeIndex}, {@link DiskSpace}).
  */
 public final class NvmeTier implements BlockTier {
 
@@ -191,15 +196,55 @@ public final class NvmeTier implements BlockTier {
         if (records.size() != sources.size()) {
             throw new IllegalArgumentException(records.size() + " records but " + sources.size() + " sources");
         }
+        for (int i = 0; i < records.size(); i++) {
+            if (sources.get(i).byteSize() != records.get(i).length()) {
+                throw new IllegalArgumentException("block " + records.get(i).key() + " is "
+                        + sources.get(i).byteSize() + " bytes but its record says "
+                        + records.get(i).length());
+            }
+        }
+        commit(records, shareable(sources), (e, i) -> writeSlot(e, sources.get(i)), false);
+    }
+
+    /**
+     * Stores a batch straight from the device tier's memory: block {@code i} lies at {@code
+     * deviceOffsets.get(i)} of the device region, in a slot of the same size as this tier's, and {@code
+     * copier} moves each whole slot into its block file (GPUDirect Storage), never through host memory.
+     * The same slots, files, durability order and index as {@link #writeAll}, so a restart or a crash
+     * treats these blocks like any other. Each entry keeps the CRC32C its record carries (taken in host
+     * memory when the block entered the device); with {@code readBack} every slot is also read back into
+     * host memory after the sync and checked against it before the index names it, so a block damaged on
+     * the device or on the way is refused here ({@link ChecksumMismatchException}) rather than on its
+     * first read.
+     */
+    public void writeAllFromDevice(
+            List<BlockRecord> records, List<Long> deviceOffsets, DeviceFileCopier copier, boolean readBack)
+            throws IOException {
+        if (records.size() != deviceOffsets.size()) {
+            throw new IllegalArgumentException(
+                    records.size() + " records but " + deviceOffsets.size() + " device offsets");
+        }
+        commit(
+                records,
+                true,
+                (e, i) -> copier.write(deviceOffsets.get(i), files.fileAt(e.offset()), fileOffset(e), e.slotSize()),
+                readBack);
+    }
+
+    /** Writes block {@code i} of a batch into the slot {@code e} names. */
+    @FunctionalInterface
+    private interface SlotWrite {
+        void write(NvmeIndex.Entry e, int i) throws IOException;
+    }
+
+    /** The group commit behind both writes: slots, every write, one sync per file, one index write. */
+    private void commit(List<BlockRecord> records, boolean parallel, SlotWrite write, boolean readBack)
+            throws IOException {
         List<NvmeIndex.Entry> entries = new ArrayList<>(records.size());
-        List<MemorySegment> pending = new ArrayList<>(records.size());
+        List<Integer> indices = new ArrayList<>(records.size());
         try {
             for (int i = 0; i < records.size(); i++) {
                 BlockRecord r = records.get(i);
-                if (sources.get(i).byteSize() != r.length()) {
-                    throw new IllegalArgumentException("block " + r.key() + " is "
-                            + sources.get(i).byteSize() + " bytes but its record says " + r.length());
-                }
                 if (blocks.containsKey(r.key())) {
                     continue;
                 }
@@ -215,23 +260,23 @@ public final class NvmeTier implements BlockTier {
                 }
                 long now = System.currentTimeMillis();
                 entries.add(new NvmeIndex.Entry(r, offset, slotSize, now, now));
-                pending.add(sources.get(i));
+                indices.add(i);
             }
             if (entries.isEmpty()) {
                 return;
             }
-            if (entries.size() == 1 || !shareable(pending)) {
+            if (entries.size() == 1 || !parallel) {
                 // one block, or memory confined to the caller's thread: write here
-                for (int i = 0; i < entries.size(); i++) {
-                    writeSlot(entries.get(i), pending.get(i));
+                for (int j = 0; j < entries.size(); j++) {
+                    write.write(entries.get(j), indices.get(j));
                 }
             } else {
                 List<Future<?>> writes = new ArrayList<>(entries.size());
-                for (int i = 0; i < entries.size(); i++) {
-                    NvmeIndex.Entry e = entries.get(i);
-                    MemorySegment src = pending.get(i);
+                for (int j = 0; j < entries.size(); j++) {
+                    NvmeIndex.Entry e = entries.get(j);
+                    int i = indices.get(j);
                     writes.add(io.submit(() -> {
-                        writeSlot(e, src);
+                        write.write(e, i);
                         return null;
                     }));
                 }
@@ -242,6 +287,9 @@ public final class NvmeTier implements BlockTier {
                 if (synced.add(files.fileOf(e.offset()))) {
                     files.sync(e.offset());
                 }
+            }
+            if (readBack) {
+                checkWritten(entries);
             }
             index.putAll(entries);
             groupCommits.increment();
@@ -265,6 +313,54 @@ public final class NvmeTier implements BlockTier {
                 slabs.free(e.offset(), e.slotSize());
             }
         }
+    }
+
+    /** Reads each written slot back into host memory and checks its CRC32C before the index may name it. */
+    private void checkWritten(List<NvmeIndex.Entry> entries) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            for (NvmeIndex.Entry e : entries) {
+                MemorySegment buffer = arena.allocate(e.slotSize(), ALIGN);
+                files.read(e.offset(), buffer);
+                if (Checksums.crc32c(buffer.asSlice(0, e.record().length()))
+                        != e.record().crc32c()) {
+                    checksumFailures.increment();
+                    throw new ChecksumMismatchException("block " + e.record().key()
+                            + " written to the NVMe tier from the device fails its CRC32C on read-back; not stored");
+                }
+            }
+        }
+    }
+
+    /**
+     * Copies a block's whole slot straight into the device region at {@code deviceOffset} (a slot of the
+     * same size) through {@code copier}. The bytes are not checked here, the CPU never sees them: the
+     * caller checks them on the device side and calls {@link #dropCorrupt} when they fail.
+     */
+    public BlockRecord readToDevice(BlockKey key, long deviceOffset, DeviceFileCopier copier) throws IOException {
+        NvmeIndex.Entry e = blocks.get(key);
+        if (e == null) {
+            throw new BlockNotFoundException("NVMe tier does not hold block " + key);
+        }
+        copier.read(files.fileAt(e.offset()), fileOffset(e), deviceOffset, e.slotSize());
+        return e.record();
+    }
+
+    /** Drops a block whose bytes failed their checksum after {@link #readToDevice}, and counts it. */
+    public void dropCorrupt(BlockKey key) {
+        NvmeIndex.Entry e = blocks.get(key);
+        if (e == null) {
+            return;
+        }
+        try {
+            dropFailed(key, e);
+        } catch (IOException ex) {
+            // the entry may come back after a restart; its slot is then re-checked by CRC on read
+            log.warn("could not remove {} from the NVMe index: {}", key, ex.getMessage());
+        }
+    }
+
+    private long fileOffset(NvmeIndex.Entry e) {
+        return e.offset() % config.fileSizeBytes();
     }
 
     private void writeSlot(NvmeIndex.Entry e, MemorySegment src) throws IOException {
@@ -302,19 +398,23 @@ public final class NvmeTier implements BlockTier {
             }
         }
         if (Checksums.crc32c(target) != e.record().crc32c()) {
-            checksumFailures.increment();
-            if (blocks.remove(key, e)) {
-                index.delete(key);
-                slabs.free(e.offset(), e.slotSize());
-            }
-            log.warn(
-                    "block {} failed its checksum in the NVMe tier ({} at offset {}); dropped",
-                    key,
-                    files.pathOf(e.offset()),
-                    e.offset() % config.fileSizeBytes());
+            dropFailed(key, e);
             throw new ChecksumMismatchException("block " + key + " in tier NVME fails its CRC32C");
         }
         return e.record();
+    }
+
+    private void dropFailed(BlockKey key, NvmeIndex.Entry e) throws IOException {
+        checksumFailures.increment();
+        if (blocks.remove(key, e)) {
+            index.delete(key);
+            slabs.free(e.offset(), e.slotSize());
+        }
+        log.warn(
+                "block {} failed its checksum in the NVMe tier ({} at offset {}); dropped",
+                key,
+                files.pathOf(e.offset()),
+                fileOffset(e));
     }
 
     /** Reads a batch with every read in flight at once; each result is checked like {@link #read}. */
