@@ -133,5 +133,9 @@ class AdminApiTest extends ServiceTest {
         var r = http.get("/admin/backends", ADMIN);
         assertThat(r.statusCode()).isEqualTo(200);
         assertThat(r.body()).contains("\"UCX\"", "\"source\":\"default\"", "\"available\":true");
+        assertThat(r.body())
+                .contains(
+                        "\"deviceStorage\":{\"hbm\":\"none\"",
+                        "\"route\":\"no HBM tier; DRAM demotes to NVMe through host memory\"");
     }
 }

@@ -14,6 +14,7 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.transport.BackendProbe;
+import io.kvstore.service.transport.DeviceStorage;
 import io.kvstore.service.transport.TransportService;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -117,12 +118,14 @@ public class AdminController {
      * @param summary the start-up log line
      * @param backends every named backend
      * @param dataPlane NIXL or direct UCX, and why
+     * @param deviceStorage the HBM tier's path to NVMe (GPUDirect Storage or through host memory), and why
      */
     public record Backends(
             Set<String> enabled,
             String summary,
             Map<String, BackendView> backends,
-            TransportService.DataPlaneView dataPlane) {}
+            TransportService.DataPlaneView dataPlane,
+            DeviceStorage.View deviceStorage) {}
 
     @GetMapping("/tiers")
     public Tiers tiers() {
@@ -233,7 +236,8 @@ public class AdminController {
                             availability.available(),
                             availability.detail()));
         }
-        return new Backends(resolved.enabled(), resolved.summary(), each, transport.dataPlane());
+        return new Backends(
+                resolved.enabled(), resolved.summary(), each, transport.dataPlane(), transport.deviceStorage());
     }
 
     /** The blocks a pin request names, validated (namespace declared, hashes well formed or tokens hashed). */

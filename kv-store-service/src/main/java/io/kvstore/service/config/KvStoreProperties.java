@@ -118,6 +118,9 @@ public record KvStoreProperties(
      * @param slabSize unit in which space passes between block sizes
      * @param ioThreads I/O requests in flight for batch reads and writes
      * @param policy, highWatermark, lowWatermark as for memory tiers (NVMe drops its victims)
+     * @param deviceReadBack on a GPUDirect Storage path from HBM, whether each block written from the device
+     *     is read back into host memory and checked before it is indexed (else it keeps the CRC32C checked in
+     *     host memory when it entered HBM, and its first read from NVMe checks it)
      */
     public record Nvme(
             @DefaultValue("true") boolean enabled,
@@ -128,7 +131,8 @@ public record KvStoreProperties(
             @Min(1) @Max(256) @DefaultValue("4") int ioThreads,
             @NotNull @DefaultValue("LRU") EvictionPolicyKind policy,
             @DefaultValue("0.95") double highWatermark,
-            @DefaultValue("0.90") double lowWatermark) {
+            @DefaultValue("0.90") double lowWatermark,
+            @DefaultValue("false") boolean deviceReadBack) {
 
         @AssertTrue(message = "watermarks must satisfy 0 < low-watermark < high-watermark <= 1")
         public boolean isWatermarksOrdered() {

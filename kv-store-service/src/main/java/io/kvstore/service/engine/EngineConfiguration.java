@@ -4,6 +4,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
+import io.kvstore.nixl.DevicePathChoice;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.BodySizeLimitFilter;
 import io.kvstore.service.events.EngineEventsTee;
@@ -15,6 +16,7 @@ import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.service.transport.BackendProbe;
+import io.kvstore.service.transport.DeviceStorage;
 import io.kvstore.service.transport.TransportService;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
@@ -100,11 +102,34 @@ public class EngineConfiguration {
             tiers.forEach(BlockTier::close);
             throw e;
         }
+        DeviceStorage.Opened deviceFiles;
+        try {
+            deviceFiles = deviceStorage(tiers, properties, transport, backends);
+        } catch (RuntimeException e) {
+            tiers.forEach(BlockTier::close);
+            throw e;
+        }
         KvEventPublisher publisher = kvEvents.getIfAvailable();
         // each tenant's bytes per tier follow the engine's copies (quotas)
         EngineEvents counted = new EngineEventsTee(metrics, tenantUsage);
         EngineEvents events = publisher == null ? counted : new EngineEventsTee(counted, publisher);
-        TierEngine engine = new TierEngine(tiers, settings, properties.leaseTimeout(), events, Clock.systemUTC());
+        TierEngine engine = new TierEngine(
+                tiers,
+                settings,
+                properties.leaseTimeout(),
+                events,
+                Clock.systemUTC(),
+                deviceFiles.copier(),
+                properties.tiers().nvme().deviceReadBack());
+        if (deviceFiles.copier() != null) {
+            transport.showDeviceStorage(new DeviceStorage.View(
+                    transport.deviceStorage().hbm(),
+                    transport.deviceStorage().storage(),
+                    transport.deviceStorage().reason(),
+                    DeviceStorage.direct(engine.deviceStorageRoute()),
+                    transport.deviceStorage().vramRegistered(),
+                    transport.deviceStorage().vramReason()));
+        }
         if (publisher != null) {
             publisher.resyncFrom(engine::blocks); // after an AllBlocksCleared, re-announce what the tiers hold
         }
@@ -114,14 +139,38 @@ public class EngineConfiguration {
         }
         // with the tier in a shared file, UCX registers that memory rather than allocating its own
         transport.attach(dramTier);
-        for (BlockTier tier : tiers) {
-            if (tier instanceof DeviceTier device) {
-                transport.attachDevice(device, backends.resolved()); // VRAM_SEG registration, GDS path decided
-            }
-        }
         LoggerFactory.getLogger(EngineConfiguration.class)
                 .info("block checksums: CRC32C by {}", Checksums.implementation());
         return engine;
+    }
+
+    /**
+     * Decides the HBM tier's path to NVMe (registering a CUDA-backed tier as VRAM_SEG where the data plane
+     * is NIXL), opens the GPUDirect Storage copier it names, and shows the result (completed with the
+     * engine's route once the engine took the copier).
+     */
+    private static DeviceStorage.Opened deviceStorage(
+            List<BlockTier> tiers, KvStoreProperties properties, TransportService transport, BackendProbe backends) {
+        BlockTier hbm =
+                tiers.stream().filter(t -> t.id() == TierId.HBM).findFirst().orElse(null);
+        if (hbm == null) {
+            return new DeviceStorage.Opened(null, null);
+        }
+        DeviceStorage.Opened opened;
+        DevicePathChoice.Decision decision;
+        String provider;
+        if (hbm instanceof DeviceTier device) {
+            decision = transport.attachDevice(device, backends.resolved());
+            opened = DeviceStorage.open(
+                    decision, device, properties.tiers().nvme().enabled());
+            provider = device.provider();
+        } else {
+            decision = transport.decideEmulatedDevice(backends.resolved());
+            opened = new DeviceStorage.Opened(null, DeviceStorage.THROUGH_DRAM);
+            provider = hbm.provider() + (hbm instanceof MemoryTier m && m.emulated() ? " (emulated, not a GPU)" : "");
+        }
+        transport.showDeviceStorage(DeviceStorage.View.of(provider, decision, opened.route()));
+        return opened;
     }
 
     @Bean

@@ -16,7 +16,8 @@ import org.springframework.stereotype.Component;
 /**
  * {@code /actuator/health} component {@code kvstore}: each tier (provider, capacity, usable capacity, use,
  * blocks, emulated memory labelled as such), the resolved data-plane backends and the library the one-sided
- * path runs on (NIXL or direct UCX). {@code UP} while every tier works as configured; {@link #DEGRADED}
+ * path runs on (NIXL or direct UCX), and the HBM tier's path to NVMe (GPUDirect Storage or through host
+ * memory, {@code deviceStorage}). {@code UP} while every tier works as configured; {@link #DEGRADED}
  * with the reasons while a tier is not (its filesystem ran out of space and shrank it, or demotion out of it
  * fails so its blocks stay where they are): the service still answers, with less room. The endpoint
  * answers 200 for both; {@code management.endpoint.health.status.order} ranks DEGRADED between DOWN and UP.
@@ -67,6 +68,7 @@ public class TierHealthIndicator implements HealthIndicator {
         return health.withDetail("tiers", tiers)
                 .withDetail("backends", b)
                 .withDetail("dataPlane", transport.dataPlane())
+                .withDetail("deviceStorage", transport.deviceStorage())
                 .build();
     }
 }

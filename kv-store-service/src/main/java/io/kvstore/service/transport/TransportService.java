@@ -56,6 +56,8 @@ public final class TransportService implements AutoCloseable {
     private boolean ownsRegion;
     /** The device (HBM) tier's memory registered with the NIXL agent as VRAM_SEG, when it is. */
     private volatile LocalRegion deviceRegion;
+    /** How the device tier reaches NVMe, once the engine is built. */
+    private volatile DeviceStorage.View deviceStorage = DeviceStorage.View.noHbm();
 
     /**
      * A region as engines address it: the tier, its address in this process, length and key; over NIXL
@@ -182,6 +184,27 @@ public final class TransportService implements AutoCloseable {
                     hbm.region().byteSize() >> 20);
         }
         return d;
+    }
+
+    /**
+     * Decides the device path of an HBM tier that is not in device memory (an emulated provider): always
+     * through host memory, never registered as VRAM; logged like {@link #attachDevice}.
+     */
+    public DevicePathChoice.Decision decideEmulatedDevice(NixlBackendSelection.Resolved backends) {
+        DevicePathChoice.Decision d = DevicePathChoice.decide(
+                false, decision.plane() == Plane.NIXL && engine != null, backends, CuFile.availability());
+        log.info(d.summary());
+        return d;
+    }
+
+    /** Records the device tier's path to NVMe as the engine runs it, for health and {@code /admin/backends}. */
+    public void showDeviceStorage(DeviceStorage.View view) {
+        this.deviceStorage = view;
+    }
+
+    /** The device tier's path to NVMe: what was decided and what the engine does. */
+    public DeviceStorage.View deviceStorage() {
+        return deviceStorage;
     }
 
     public boolean available() {

@@ -1,0 +1,95 @@
+package io.kvstore.service.transport;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+import io.kvstore.ffm.cufile.CuFile;
+import io.kvstore.ffm.nixl.Nixl;
+import io.kvstore.nixl.DevicePathChoice;
+import io.kvstore.nixl.DevicePathChoice.StoragePath;
+import io.kvstore.tier.device.DeviceTier;
+import io.kvstore.tier.nvme.DeviceFileCopier;
+import io.kvstore.transfer.local.CuFileDeviceFileCopier;
+import io.kvstore.transfer.nixl.NixlDeviceFileCopier;
+import java.time.Duration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The device (HBM) tier's path to NVMe as the service runs it: the copier {@link DevicePathChoice} names
+ * (NIXL {@code GDS_MT}/{@code GDS}, else cuFile), opened for the tier's device memory and handed to the
+ * engine, which then moves blocks between HBM and NVMe without host memory; or none, and blocks go through
+ * DRAM. What was decided and what the engine does are shown in health and {@code GET /admin/backends}.
+ */
+public final class DeviceStorage {
+
+    private static final Logger log = LoggerFactory.getLogger(DeviceStorage.class);
+
+    private DeviceStorage() {}
+
+    /**
+     * The device path as operators see it.
+     *
+     * @param hbm the HBM tier's memory ({@code cuda-device}, an emulated provider, or {@code none})
+     * @param storage the decided path ({@code NIXL_GDS_MT}, {@code NIXL_GDS}, {@code CUFILE}, {@code
+     *     THROUGH_HOST}); null without an HBM tier
+     * @param reason why that path
+     * @param route what the engine does with it
+     * @param vramRegistered whether the HBM region is registered with the NIXL agent as VRAM_SEG
+     * @param vramReason why or why not
+     */
+    @JsonInclude(JsonInclude.Include.NON_NULL)
+    public record View(
+            String hbm, String storage, String reason, String route, Boolean vramRegistered, String vramReason) {
+
+        public static View noHbm() {
+            return new View(
+                    "none",
+                    null,
+                    "no HBM tier is configured (kvstore.tiers.hbm)",
+                    "no HBM tier; DRAM demotes to NVMe through host memory",
+                    null,
+                    null);
+        }
+
+        public static View of(String hbm, DevicePathChoice.Decision d, String route) {
+            return new View(hbm, d.storage().name(), d.storageWhy(), route, d.registerVram(), d.vramWhy());
+        }
+    }
+
+    /** A copier for the engine (null: through host memory) and the route words for {@link View#route}. */
+    public record Opened(DeviceFileCopier copier, String route) {}
+
+    public static final String THROUGH_DRAM = "HBM demotes to DRAM and DRAM to NVMe, through host memory";
+
+    /**
+     * Opens the copier {@code decision} names for {@code hbm}'s device memory. Through host memory (a null
+     * copier) when the decision is {@code THROUGH_HOST}, when there is no NVMe tier, or when the copier
+     * cannot be opened (one WARN line with the reason).
+     */
+    public static Opened open(DevicePathChoice.Decision decision, DeviceTier hbm, boolean nvme) {
+        if (decision.storage() == StoragePath.THROUGH_HOST) {
+            return new Opened(null, THROUGH_DRAM);
+        }
+        if (!nvme) {
+            return new Opened(null, "no NVMe tier (kvstore.tiers.nvme.enabled=false); HBM demotes to DRAM");
+        }
+        try {
+            DeviceFileCopier copier = decision.storage() == StoragePath.CUFILE
+                    ? new CuFileDeviceFileCopier(CuFile.get(), hbm.region())
+                    : new NixlDeviceFileCopier(
+                            decision.nixlBackend(), Nixl.VRAM_SEG, hbm.region(), 0, Duration.ofSeconds(60));
+            return new Opened(copier, null);
+        } catch (RuntimeException e) {
+            log.warn(
+                    "device tier: {} could not be opened ({}); HBM demotes through DRAM instead",
+                    decision.storage(),
+                    e.getMessage());
+            return new Opened(
+                    null, decision.storage() + " could not be opened (" + e.getMessage() + "); " + THROUGH_DRAM);
+        }
+    }
+
+    /** The route of an engine that took a copier: HBM and NVMe straight to each other. */
+    public static String direct(String engineRoute) {
+        return "HBM demotes straight to NVMe and NVMe hits promote straight to HBM via " + engineRoute;
+    }
+}
