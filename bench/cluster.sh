@@ -2,13 +2,16 @@
 # kvstore as a cluster on this machine (docs/benchmarks.md, "Cluster"): 2,048-block lookups through one
 # node of a three-node cluster beside a single node (no cluster), and aggregate fetch GB/s of 2 MiB blocks
 # with 1, 2 and 3 nodes, all in one run. Needs Debian's etcd (./kvstore deps); builds the jars if absent.
-# Usage: bench/cluster.sh [lookup-seconds] [fetch-seconds] [fetch-clients] [blocks]
+# Lookups are measured after a warm-up (64 clients, the same for the single node and the cluster): a node
+# of a cluster and the peers it probes need thousands of lookups before their code is compiled.
+# Usage: bench/cluster.sh [lookup-seconds] [fetch-seconds] [fetch-clients] [blocks] [warm-up-seconds]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOOKUP_SECS=${1:-5}
 FETCH_SECS=${2:-5}
 CLIENTS=${3:-6}
 BLOCKS=${4:-96}           # 2 MiB each, stored once across the cluster
+WARMUP=${5:-15}           # seconds of lookups before each kind of lookup is measured
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 JAR=bench/target/benchmarks.jar
 SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar 2>/dev/null | grep -v original | head -1 || true)
@@ -59,7 +62,7 @@ run() { "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx3g -cp "$JAR" "$@" 2>&1 |
 echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d GiB", $2/1048576}' /proc/meminfo), $(uname -r); loopback; $(etcd --version | head -1)"
 echo "## single node, no cluster"
 P=$((BASE_PORT + 10)); start_node $P "" ""; wait_up $P
-run io.kvstore.bench.transport.HttpLoad lookup "http://127.0.0.1:$P" "$LOOKUP_SECS"
+run io.kvstore.bench.transport.HttpLoad lookup "http://127.0.0.1:$P" "$LOOKUP_SECS" "$WARMUP"
 stop_nodes
 
 for n in 1 2 3; do
@@ -67,7 +70,7 @@ for n in 1 2 3; do
   urls=(); ports=()
   for i in $(seq 1 $n); do p=$((BASE_PORT + 10 * (n + 1) + i)); ports+=($p); urls+=("http://127.0.0.1:$p"); start_node $p "node-$i" "/bench-$n/"; done
   wait_up "${ports[@]}"
-  if (( n == 3 )); then run io.kvstore.bench.transport.HttpLoad lookup "${urls[0]}" "$LOOKUP_SECS"; fi
+  if (( n == 3 )); then run io.kvstore.bench.transport.HttpLoad lookup "${urls[0]}" "$LOOKUP_SECS" "$WARMUP" "${urls[@]:1}"; fi
   run io.kvstore.bench.transport.ClusterLoad "$FETCH_SECS" "$CLIENTS" "$BLOCKS" 8 "${urls[@]}"
   stop_nodes
 done

@@ -31,7 +31,8 @@ import java.util.concurrent.TimeUnit;
  *       pipeline of {@code batch} SETs), then fetched back the same way (framed fetch; pipelined GETs), by
  *       1, 4 and 16 clients; every byte fetched is compared; GB/s of block bytes.</li>
  * </ul>
- * Arguments: {@code lookup <base-url> <seconds>} or {@code blocks <base-url> <redis-port> <blocks> <batch> <clients...>}.
+ * Arguments: {@code lookup <base-url> <seconds> [warm-up-seconds, default 2] [peer-url...]} (after each
+ * measured run, where the time went by the nodes' own meters: {@link Breakdown}) or {@code blocks <base-url> <redis-port> <blocks> <batch> <clients...>}.
  */
 public final class HttpLoad {
 
@@ -41,7 +42,12 @@ public final class HttpLoad {
 
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
-            case "lookup" -> lookups(args[1], Integer.parseInt(args[2]));
+            case "lookup" ->
+                lookups(
+                        args[1],
+                        Integer.parseInt(args[2]),
+                        args.length > 3 ? Integer.parseInt(args[3]) : 2,
+                        Arrays.asList(args).subList(Math.min(4, args.length), args.length));
             case "blocks" -> {
                 int[] clients = Arrays.stream(args, 5, args.length)
                         .mapToInt(Integer::parseInt)
@@ -59,7 +65,7 @@ public final class HttpLoad {
 
     // ---- lookups --------------------------------------------------------------------------------
 
-    private static void lookups(String base, int seconds) throws Exception {
+    private static void lookups(String base, int seconds, int warmUpSeconds, List<String> peers) throws Exception {
         String ns = "lookup-bench";
         // 1 layer x 1 KV head x 16 dims x fp16 x 2 x 16 tokens = 1 KiB blocks: the prefix is about the catalog, not
         // bytes
@@ -92,16 +98,31 @@ public final class HttpLoad {
             if (!check.contains("\"matchedBlocks\":" + blocks)) {
                 throw new IllegalStateException("the 2,048-block prefix is not all found: " + check.substring(0, 200));
             }
-            runLookups(base, kind[0], body, 64, 2); // warm-up
-            runLookups(base, kind[0], body, 1, seconds); // latency unloaded
-            runLookups(base, kind[0], body, 64, seconds); // 64 engines at once
+            // warm-up: every JVM on the path compiles the lookup's code first (a node of a cluster, and the
+            // nodes it probes, take thousands of lookups to get there); not in the figures
+            runLookups(base, kind[0], body, 64, warmUpSeconds, false);
+            for (int clients : new int[] {1, 64}) { // latency unloaded, then 64 engines at once
+                Breakdown before = Breakdown.read(base, peers);
+                runLookups(base, kind[0], body, clients, seconds, true);
+                System.out.println(Breakdown.read(base, peers).since(before));
+            }
         }
     }
 
-    private static void runLookups(String base, String kind, byte[] body, int clients, int seconds) throws Exception {
+    /**
+     * {@code clients} clients sending the same lookup back to back for {@code seconds}; prints lookups/s, p50
+     * and p99 of the lookups answered 200 when {@code report} (a warm-up prints only its failures). An answer other
+     * than 200 (a 408 when the server waited {@code server.tomcat.connection-timeout} for a body on an
+     * overloaded machine, a 5xx) or a dropped connection is counted by kind and reported beside the figures
+     * instead of ending the run; its connection is replaced.
+     */
+    private static void runLookups(String base, String kind, byte[] body, int clients, int seconds, boolean report)
+            throws Exception {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         List<long[]> latencies = new ArrayList<>();
         List<Future<Integer>> counts = new ArrayList<>();
+        java.util.Map<String, java.util.concurrent.atomic.LongAdder> failures =
+                new java.util.concurrent.ConcurrentSkipListMap<>();
         try (ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
             for (int c = 0; c < clients; c++) {
                 long[] mine = new long[1 << 16];
@@ -111,12 +132,24 @@ public final class HttpLoad {
                     while (System.nanoTime() < end && n < mine.length) {
                         long t = System.nanoTime();
                         RawHttp http = RawHttp.local(base);
-                        RawHttp.Response r = http.send("POST", "/v1/lookup", "application/json", List.of(body));
-                        String answer = http.text(r);
-                        if (r.status() != 200 || answer.length() < 100) {
-                            throw new IllegalStateException("lookup answered " + r.status() + ": " + answer);
+                        String failure;
+                        try {
+                            RawHttp.Response r = http.send("POST", "/v1/lookup", "application/json", List.of(body));
+                            String answer = http.text(r);
+                            if (r.status() == 200 && answer.length() >= 100) {
+                                mine[n++] = System.nanoTime() - t;
+                                continue;
+                            }
+                            if (r.status() == 200) {
+                                throw new IllegalStateException("lookup answered 200 without a prefix: " + answer);
+                            }
+                            failure = "HTTP " + r.status();
+                        } catch (IOException e) {
+                            failure = e.getClass().getSimpleName();
                         }
-                        mine[n++] = System.nanoTime() - t;
+                        http.close(); // the server may have closed it; the next request opens a new one
+                        failures.computeIfAbsent(failure, f -> new java.util.concurrent.atomic.LongAdder())
+                                .increment();
                     }
                     return n;
                 }));
@@ -135,15 +168,82 @@ public final class HttpLoad {
         }
         RawHttp.closeAll();
         Arrays.sort(all);
-        if (seconds > 2) {
+        String failed = failures.isEmpty()
+                ? ""
+                : "; not answered 200 (left out of the figures): "
+                        + failures.entrySet().stream()
+                                .map(e -> e.getValue().sum() + " x " + e.getKey())
+                                .collect(java.util.stream.Collectors.joining(", "));
+        if (report && total > 0) {
             System.out.printf(
-                    "lookup by %s, 2,048 blocks, %d clients: %.0f lookups/s, p50 %.2f ms, p99 %.2f ms (%d lookups)%n",
+                    "lookup by %s, 2,048 blocks, %d clients: %.0f lookups/s, p50 %.2f ms, p99 %.2f ms (%d lookups%s)%n",
                     kind,
                     clients,
                     total / (double) seconds,
                     all[total / 2] / 1e6,
                     all[(int) (total * 0.99)] / 1e6,
-                    total);
+                    total,
+                    failed);
+        } else if (!failed.isEmpty() || total == 0) {
+            System.out.printf(
+                    "lookup by %s, %d clients, %d s%s: %d lookups answered 200%s%n",
+                    kind, clients, seconds, report ? "" : " (warm-up)", total, failed);
+        }
+    }
+
+    /**
+     * Where a run's lookups spent their time, as the servers measured it (means per lookup, from the
+     * Prometheus meters before and after the run): the node asked, in its HTTP handler ({@code
+     * http_server_requests_seconds}, {@code /v1/lookup}) and in the lookup itself ({@code kvstore_lookup_seconds}:
+     * on a node of a cluster, placement, the probes and its own share); per peer, the probe's round trip seen
+     * from the node asked ({@code kvstore_cluster_probe_seconds}) and the peer's own time answering it ({@code
+     * blocks:probe}). What the client measured beyond the handler is the connection: the request and answer
+     * bodies on loopback and the wait to be scheduled.
+     */
+    record Breakdown(java.util.Map<String, double[]> meters) {
+
+        static Breakdown read(String base, List<String> peers) throws Exception {
+            java.util.Map<String, double[]> m = new java.util.TreeMap<>();
+            scrape(base, "asked", m);
+            for (int i = 0; i < peers.size(); i++) {
+                scrape(peers.get(i), "peer" + (i + 1), m);
+            }
+            return new Breakdown(m);
+        }
+
+        /** Adds the sum and count of each timer of interest at {@code url} under {@code who}'s keys. */
+        private static void scrape(String url, String who, java.util.Map<String, double[]> m) throws Exception {
+            for (String line : send("GET", url + "/actuator/prometheus", null).split("\n")) {
+                String key = null;
+                if (line.startsWith("http_server_requests_seconds_") && line.contains("uri=\"/v1/lookup\"")) {
+                    key = who + " handler";
+                } else if (line.startsWith("http_server_requests_seconds_") && line.contains("blocks:probe")) {
+                    key = who + " answering probes";
+                } else if (line.startsWith("kvstore_lookup_seconds_")) {
+                    key = who + " lookup";
+                } else if (line.startsWith("kvstore_cluster_probe_seconds_")) {
+                    int at = line.indexOf("node=\"") + 6;
+                    key = who + " probe round trip to " + line.substring(at, line.indexOf('"', at));
+                }
+                boolean sum = line.contains("_seconds_sum");
+                if (key != null && (sum || line.contains("_seconds_count"))) {
+                    double v = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                    m.computeIfAbsent(key, k -> new double[2])[sum ? 0 : 1] += v;
+                }
+            }
+        }
+
+        /** The mean of each timer over the lookups between {@code before} and this, as one line. */
+        String since(Breakdown before) {
+            StringBuilder out = new StringBuilder("  server-side means per call:");
+            meters.forEach((key, now) -> {
+                double[] then = before.meters().getOrDefault(key, new double[2]);
+                double calls = now[1] - then[1];
+                if (calls > 0) {
+                    out.append(String.format(" %s %.2f ms;", key, (now[0] - then[0]) / calls * 1e3));
+                }
+            });
+            return out.toString();
         }
     }
 

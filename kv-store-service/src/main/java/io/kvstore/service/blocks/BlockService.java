@@ -94,26 +94,38 @@ public class BlockService {
         }
         List<BlockHash> hashes = new ArrayList<>(hex.size());
         for (int i = 0; i < hex.size(); i++) {
-            hashes.add(parseHash(spec, hex.get(i), field + "[" + i + "]"));
+            // the field's name, field[i], is only spelled out for an error (2,048 per lookup otherwise)
+            hashes.add(parseHash(spec, hex.get(i), field, i));
         }
         return hashes;
     }
 
     /** One hash a request names, checked against the namespace's hash length; {@code field} names it in errors. */
     public BlockHash parseHash(NamespaceSpec spec, String hex, String field) {
+        return parseHash(spec, hex, field, -1);
+    }
+
+    /** As {@link #parseHash(NamespaceSpec, String, String)}, for element {@code index} of a list (-1: none). */
+    private BlockHash parseHash(NamespaceSpec spec, String hex, String field, int index) {
         BlockHash hash;
         try {
             hash = BlockHash.ofHex(hex);
         } catch (IllegalArgumentException e) {
-            throw new InvalidRequestException(field, field + ": " + e.getMessage());
+            String name = element(field, index);
+            throw new InvalidRequestException(name, name + ": " + e.getMessage());
         }
         if (hash.length() != spec.hashBytes()) {
+            String name = element(field, index);
             throw new InvalidRequestException(
-                    field,
-                    field + " has " + hash.length() + " bytes; "
+                    name,
+                    name + " has " + hash.length() + " bytes; "
                             + spec.hashScheme().wireName() + " hashes have " + spec.hashBytes());
         }
         return hash;
+    }
+
+    private static String element(String field, int index) {
+        return index < 0 ? field : field + "[" + index + "]";
     }
 
     /** The chained hashes of the full blocks of {@code tokenIds}, by the namespace's scheme. */

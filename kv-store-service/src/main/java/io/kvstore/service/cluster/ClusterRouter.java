@@ -95,7 +95,10 @@ public final class ClusterRouter {
      * Asks, in parallel and once each, every node in {@code askees.first().get(i)} about block i; a block's
      * holder is the first of its askees that has it. Unreachable nodes count as holding nothing; a block one
      * of whose askees did not answer is asked of its replicas next (one more round, again one request per
-     * node), so with replicas a node that died is not a miss even before its lease expires.
+     * node), so with replicas a node that died is not a miss even before its lease expires. Per block it
+     * keeps only arrays (a 2,048-block lookup is on the latency path of every cluster lookup): which nodes
+     * were asked is read back from the rounds themselves, and each answer is spread over a per-node array
+     * indexed like {@code hashes}.
      */
     private Located locate(Caller caller, String namespace, List<BlockHash> hashes, Askees askees, boolean lease) {
         int n = hashes.size();
@@ -104,37 +107,38 @@ public final class ClusterRouter {
         Answer[] from = new Answer[n];
         List<Answer> answers = new ArrayList<>();
         Set<Member> failed = new HashSet<>();
-        List<Set<Member>> tried = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            tried.add(new HashSet<>());
-        }
+        List<List<List<Member>>> earlier = new ArrayList<>();
         List<List<Member>> round = askees.first();
         while (true) {
-            Map<Member, List<Integer>> asked = new LinkedHashMap<>();
+            Map<Member, Indices> asked = new LinkedHashMap<>();
             for (int i = 0; i < n; i++) {
-                for (Member m : round.get(i)) {
-                    if (tried.get(i).add(m)) {
-                        asked.computeIfAbsent(m, k -> new ArrayList<>()).add(i);
+                List<Member> candidates = round.get(i);
+                for (int k = 0; k < candidates.size(); k++) {
+                    Member m = candidates.get(k);
+                    if (candidates.indexOf(m) == k && !askedBefore(earlier, i, m)) {
+                        asked.computeIfAbsent(m, key -> new Indices()).add(i);
                     }
                 }
             }
             if (asked.isEmpty()) {
                 break;
             }
+            earlier.add(round);
             Map<Member, Future<Peer.Probe>> calls = new LinkedHashMap<>();
             Member self = null;
             for (var e : asked.entrySet()) {
-                Peer peer = peers.of(e.getKey());
+                Member member = e.getKey();
+                Peer peer = peers.of(member);
                 if (peer instanceof LocalPeer) {
-                    self = e.getKey();
+                    self = member;
                     continue;
                 }
-                List<BlockHash> theirs = e.getValue().stream().map(hashes::get).toList();
-                calls.put(e.getKey(), pool.submit(() -> peer.probe(caller, namespace, theirs, lease)));
+                List<BlockHash> theirs = e.getValue().of(hashes);
+                calls.put(member, pool.submit(() -> timedProbe(peer, caller, namespace, theirs, lease)));
             }
             if (self != null) {
                 // this node's share is looked up here, while the other nodes answer theirs
-                List<BlockHash> ours = asked.get(self).stream().map(hashes::get).toList();
+                List<BlockHash> ours = asked.get(self).of(hashes);
                 java.util.concurrent.CompletableFuture<Peer.Probe> local;
                 try {
                     local = java.util.concurrent.CompletableFuture.completedFuture(
@@ -145,7 +149,7 @@ public final class ClusterRouter {
                 calls.put(self, local);
             }
             Map<Member, Answer> answered = new HashMap<>();
-            Map<Member, Map<Integer, String>> tierAt = new HashMap<>();
+            Map<Member, String[]> tierAt = new HashMap<>();
             for (var e : calls.entrySet()) {
                 Peer.Probe probe = await(e.getKey(), e.getValue(), "lookup");
                 if (probe == null) {
@@ -155,12 +159,10 @@ public final class ClusterRouter {
                 Answer answer = new Answer(e.getKey(), probe);
                 answers.add(answer);
                 answered.put(e.getKey(), answer);
-                List<Integer> indices = asked.get(e.getKey());
-                Map<Integer, String> at = new HashMap<>();
+                Indices indices = asked.get(e.getKey());
+                String[] at = new String[n];
                 for (int k = 0; k < indices.size() && k < probe.tiers().size(); k++) {
-                    if (probe.tiers().get(k) != null) {
-                        at.put(indices.get(k), probe.tiers().get(k));
-                    }
+                    at[indices.at(k)] = probe.tiers().get(k);
                 }
                 tierAt.put(e.getKey(), at);
             }
@@ -168,16 +170,18 @@ public final class ClusterRouter {
             for (int i = 0; i < n; i++) {
                 if (holders[i] == null) {
                     for (Member m : round.get(i)) {
-                        String tier = tierAt.getOrDefault(m, Map.of()).get(i);
-                        if (tier != null) {
+                        String[] at = tierAt.get(m);
+                        if (at != null && at[i] != null) {
                             holders[i] = m;
-                            tiers[i] = tier;
+                            tiers[i] = at[i];
                             from[i] = answered.get(m);
                             break;
                         }
                     }
                 }
-                if (holders[i] == null && round.get(i).stream().anyMatch(failed::contains)) {
+                if (holders[i] == null
+                        && !failed.isEmpty()
+                        && round.get(i).stream().anyMatch(failed::contains)) {
                     next.add(askees.replicas().get(i).stream()
                             .filter(m -> !failed.contains(m))
                             .toList());
@@ -188,6 +192,56 @@ public final class ClusterRouter {
             round = next;
         }
         return new Located(holders, tiers, from, answers);
+    }
+
+    /** Whether block {@code i} was asked of {@code m} in an earlier round (a node is asked once per block). */
+    private static boolean askedBefore(List<List<List<Member>>> earlier, int i, Member m) {
+        for (List<List<Member>> round : earlier) {
+            if (round.get(i).contains(m)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The positions in a lookup's hashes asked of one node, in order, without boxing. */
+    private static final class Indices {
+        private int[] at = new int[64];
+        private int size;
+
+        void add(int i) {
+            if (size == at.length) {
+                at = java.util.Arrays.copyOf(at, size * 2);
+            }
+            at[size++] = i;
+        }
+
+        int size() {
+            return size;
+        }
+
+        int at(int k) {
+            return at[k];
+        }
+
+        List<BlockHash> of(List<BlockHash> hashes) {
+            BlockHash[] out = new BlockHash[size];
+            for (int k = 0; k < size; k++) {
+                out[k] = hashes.get(at[k]);
+            }
+            return List.of(out);
+        }
+    }
+
+    /** A probe of another node, its round trip recorded per node ({@code kvstore_cluster_probe_seconds}). */
+    private Peer.Probe timedProbe(Peer peer, Caller caller, String namespace, List<BlockHash> theirs, boolean lease)
+            throws IOException {
+        long start = System.nanoTime();
+        try {
+            return peer.probe(caller, namespace, theirs, lease);
+        } finally {
+            metrics.peerProbe(peer.member().name(), System.nanoTime() - start);
+        }
     }
 
     private <T> T await(Member member, Future<T> call, String what) {
@@ -266,14 +320,17 @@ public final class ClusterRouter {
         while (matched < hashes.size() && located.holders()[matched] != null) {
             matched++;
         }
-        List<String> nodes = new ArrayList<>(matched);
-        Set<Answer> used = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
-        for (int i = 0; i < matched; i++) {
-            nodes.add(located.holders()[i].name());
-            used.add(located.from()[i]);
-        }
+        // the answer's lists are all of one class (as the single-node answer's are), so the serialiser's
+        // per-element get() stays monomorphic: 2,048 x 3 elements per lookup
+        List<String> nodes = java.util.Arrays.stream(located.holders(), 0, matched)
+                .map(Member::name)
+                .toList();
         List<ClusterLookupResponse.NodeLease> leases = null;
         if (lease) {
+            Set<Answer> used = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+            for (int i = 0; i < matched; i++) {
+                used.add(located.from()[i]);
+            }
             leases = new ArrayList<>();
             for (Answer answer : located.answers()) {
                 var view = answer.probe().lease();
@@ -290,7 +347,8 @@ public final class ClusterRouter {
                 }
             }
         }
-        List<String> tiers = java.util.Arrays.asList(located.tiers()).subList(0, matched);
+        List<String> tiers =
+                java.util.Arrays.stream(located.tiers(), 0, matched).toList();
         // counted where the engine asked, as on a single node; the probes it sent are not lookups
         metrics.lookup(hashes.size(), tiers.stream().map(TierId::valueOf).toList(), System.nanoTime() - start);
         return new ClusterLookupResponse(

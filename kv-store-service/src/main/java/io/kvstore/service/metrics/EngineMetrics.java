@@ -56,6 +56,28 @@ public final class EngineMetrics implements EngineEvents {
                 .register(registry);
     }
 
+    /** Probe round-trip timers by peer node name, registered on the first probe of each. */
+    private final java.util.concurrent.ConcurrentHashMap<String, Timer> peerProbes =
+            new java.util.concurrent.ConcurrentHashMap<>();
+
+    /**
+     * One probe a cluster lookup sent to another node, from sending it to holding its answer ({@code
+     * kvstore_cluster_probe_seconds{node}}): beside {@code kvstore_lookup_seconds} on the node asked and the
+     * peer's own {@code http_server_requests_seconds} for {@code blocks:probe}, it splits a cluster lookup's
+     * time into the node's own work, the wire and the owners' work.
+     */
+    public void peerProbe(String node, long nanos) {
+        peerProbes
+                .computeIfAbsent(
+                        node,
+                        n -> Timer.builder("kvstore.cluster.probe")
+                                .description("Round trip of a cluster lookup's probe to another node")
+                                .tag("node", n)
+                                .publishPercentileHistogram()
+                                .register(registry))
+                .record(nanos, TimeUnit.NANOSECONDS);
+    }
+
     /** One lookup of {@code requested} blocks whose matched prefix lies in {@code hitTiers}, taking {@code nanos}. */
     public void lookup(int requested, List<TierId> hitTiers, long nanos) {
         lookupRequests.increment();

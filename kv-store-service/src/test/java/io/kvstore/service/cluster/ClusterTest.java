@@ -126,10 +126,19 @@ class ClusterTest {
         double blocksB = meter(b, "kvstore_lookup_blocks_total");
         double hitsB = meter(b, "kvstore_lookup_hit_blocks_total{tier=\"DRAM\"}");
         double requestsC = meter(c, "kvstore_lookup_requests_total");
-        assertThat(lookup(b, prompt.subList(0, 300), false)
-                        .path("matchedBlocks")
-                        .asInt())
-                .isEqualTo(200);
+        java.util.Map<String, Double> probesBefore = new java.util.HashMap<>();
+        for (Node other : List.of(nodes.get(0), c)) {
+            probesBefore.put(other.name(), probes(b, other));
+        }
+        JsonNode answer = lookup(b, prompt.subList(0, 300), false);
+        assertThat(answer.path("matchedBlocks").asInt()).isEqualTo(200);
+        // one probe per other node holding part of the prefix, timed at b (kvstore_cluster_probe_seconds{node})
+        java.util.Set<String> holders = new java.util.HashSet<>();
+        answer.path("nodes").forEach(n -> holders.add(n.asString()));
+        assertThat(holders).contains("a", "c");
+        for (Node other : List.of(nodes.get(0), c)) {
+            assertThat(probes(b, other)).as(other.name()).isEqualTo(probesBefore.get(other.name()) + 1);
+        }
         assertThat(meter(b, "kvstore_lookup_requests_total")).isEqualTo(requestsB + 1);
         assertThat(meter(b, "kvstore_lookup_blocks_total")).isEqualTo(blocksB + 300);
         // every matched block counts once, by the tier of the node holding it, wherever that is
@@ -144,6 +153,14 @@ class ClusterTest {
                 node.base(), "GET", "/actuator/prometheus", null, "Authorization", "Bearer " + ADMIN_TOKEN);
         assertThat(r.statusCode()).isEqualTo(200);
         return r.body();
+    }
+
+    /** How many probes {@code node} has sent to {@code other} (0 before the first). */
+    static double probes(Node node, Node other) throws Exception {
+        var m = java.util.regex.Pattern.compile(
+                        "(?m)^kvstore_cluster_probe_seconds_count\\{[^}]*node=\"" + other.name() + "\"[^}]*} (\\S+)$")
+                .matcher(prometheus(node));
+        return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 
     static double meter(Node node, String series) throws Exception {
