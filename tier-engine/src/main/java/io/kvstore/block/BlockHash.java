@@ -112,6 +112,18 @@ public final class BlockHash implements Comparable<BlockHash> {
         return v;
     }
 
+    /**
+     * The last 8 bytes as a big-endian long (all of them when shorter): vLLM's integer form of a block hash
+     * in KV events, {@code int.from_bytes(hash[-8:], "big")}.
+     */
+    public long lastLong() {
+        long v = 0;
+        for (int i = Math.max(0, bytes.length - 8); i < bytes.length; i++) {
+            v = (v << 8) | (bytes[i] & 0xFF);
+        }
+        return v;
+    }
+
     public String hex() {
         return HEX.formatHex(bytes);
     }

@@ -5,6 +5,7 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The bounded queue between the engine's storing threads and the publisher thread: a fixed ring of slots,
@@ -12,48 +13,56 @@ import java.lang.invoke.VarHandle;
  * (no node, no change object, no separate counter): a storing thread claims the next slot, writes the
  * change's fields into it and marks the slot filled; the publisher reads filled slots in order. A full ring
  * refuses the change, so the storing thread never waits.
+ *
+ * <p>A slot holds what the event needs, not the block's objects: the namespace and the wire form of the hash
+ * and parent (vLLM's integer, the hash's last 8 bytes), taken by the storing thread while they are in its
+ * cache. The publisher then reads four arrays in order instead of chasing each block's key and hash objects
+ * across CPUs.
  */
 final class ChangeRing {
 
     /** Receives the changes taken off the ring, in the order they were offered. */
     @FunctionalInterface
     interface Sink {
-        void accept(TierId tier, BlockKey key, BlockHash parent, boolean stored);
+        /**
+         * @param hash the block hash's wire form ({@link BlockHash#lastLong()})
+         * @param parent the parent's wire form, meaningful only when {@code hasParent}
+         */
+        void accept(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored);
     }
 
-    private static final VarHandle HEAD;
-    private static final VarHandle TAIL;
+    /**
+     * The read and claim positions live in one array, 128 bytes apart, so the publisher's head and the storing
+     * threads' tail never share a cache line (nor an adjacent-line prefetch pair).
+     */
+    private static final VarHandle POSITION = MethodHandles.arrayElementVarHandle(long[].class);
+
+    private static final int HEAD = 16;
+    private static final int TAIL = 32;
     private static final VarHandle FILLED = MethodHandles.arrayElementVarHandle(long[].class);
     private static final TierId[] TIERS = TierId.values();
-
-    static {
-        try {
-            MethodHandles.Lookup lookup = MethodHandles.lookup();
-            HEAD = lookup.findVarHandle(ChangeRing.class, "head", long.class);
-            TAIL = lookup.findVarHandle(ChangeRing.class, "tail", long.class);
-        } catch (ReflectiveOperationException e) {
-            throw new ExceptionInInitializerError(e);
-        }
-    }
+    private static final int STORED = 0x80;
+    private static final int HAS_PARENT = 0x40;
+    private static final int TIER = 0x3F;
 
     private final int capacity;
     private final int mask;
-    private final BlockKey[] keys;
-    private final BlockHash[] parents;
-    /** Tier ordinal, plus {@link #STORED} for a copy added. */
+    private final @Nullable String[] namespaces;
+    private final long[] hashes;
+    private final long[] parents;
+    /** Tier ordinal, plus {@link #STORED} for a copy added and {@link #HAS_PARENT} when there is a parent. */
     private final byte[] kinds;
     /** Per slot, 1 + the position of the change in it once its fields are written. */
     private final long[] filled;
 
-    private static final int STORED = 0x80;
+    /** {@code [HEAD]}: next position to read, written by the consumer only; {@code [TAIL]}: next to claim. */
+    private final long[] positions = new long[TAIL + 16];
 
-    /** Next position to read; written by the consumer only. */
-    @SuppressWarnings("unused") // through HEAD
-    private volatile long head;
-
-    /** Next position to claim. */
-    @SuppressWarnings("unused") // through TAIL
-    private volatile long tail;
+    /**
+     * A head position seen by a producer: the real head is never behind it, so while a claim stays below it
+     * plus the capacity, producers need not read the head the consumer keeps writing. Racy by design.
+     */
+    private long headSeen;
 
     ChangeRing(int capacity) {
         if (capacity < 1 || capacity > 1 << 30) {
@@ -65,57 +74,71 @@ final class ChangeRing {
             slots <<= 1;
         }
         this.mask = slots - 1;
-        this.keys = new BlockKey[slots];
-        this.parents = new BlockHash[slots];
+        this.namespaces = new String[slots];
+        this.hashes = new long[slots];
+        this.parents = new long[slots];
         this.kinds = new byte[slots];
         this.filled = new long[slots];
     }
 
     /** Queues a change; false when {@code capacity} changes are already waiting. Any thread. */
-    boolean offer(TierId tier, BlockKey key, BlockHash parent, boolean stored) {
+    boolean offer(TierId tier, BlockKey key, @Nullable BlockHash parent, boolean stored) {
         long t;
         do {
-            t = (long) TAIL.getVolatile(this);
-            if (t - (long) HEAD.getAcquire(this) >= capacity) {
-                return false;
+            t = (long) POSITION.getVolatile(positions, TAIL);
+            if (t - headSeen >= capacity) {
+                long h = (long) POSITION.getAcquire(positions, HEAD);
+                headSeen = h;
+                if (t - h >= capacity) {
+                    return false;
+                }
             }
-        } while (!TAIL.compareAndSet(this, t, t + 1));
+        } while (!POSITION.compareAndSet(positions, TAIL, t, t + 1));
         int i = (int) (t & mask);
-        keys[i] = key;
-        parents[i] = parent;
-        kinds[i] = (byte) (tier.ordinal() | (stored ? STORED : 0));
+        namespaces[i] = key.namespace();
+        hashes[i] = key.hash().lastLong();
+        parents[i] = parent == null ? 0 : parent.lastLong();
+        kinds[i] = (byte) (tier.ordinal() | (stored ? STORED : 0) | (parent != null ? HAS_PARENT : 0));
         FILLED.setRelease(filled, i, t + 1);
         return true;
     }
 
     /**
      * Hands up to {@code max} changes to {@code sink} in order, stopping at the first slot claimed but not yet
-     * filled; returns how many. The publisher thread only.
+     * filled; returns how many. The slots are handed back to producers all at once at the end. The publisher
+     * thread only.
      */
     int drain(Sink sink, int max) {
-        long h = (long) HEAD.getOpaque(this);
+        long h = (long) POSITION.getOpaque(positions, HEAD);
         int n = 0;
-        while (n < max) {
-            int i = (int) (h & mask);
-            if ((long) FILLED.getAcquire(filled, i) != h + 1) {
-                break;
+        try {
+            while (n < max) {
+                int i = (int) (h & mask);
+                if ((long) FILLED.getAcquire(filled, i) != h + 1) {
+                    break;
+                }
+                int kind = kinds[i];
+                String namespace = namespaces[i];
+                h++;
+                n++;
+                sink.accept(
+                        TIERS[kind & TIER],
+                        namespace,
+                        hashes[i],
+                        (kind & HAS_PARENT) != 0,
+                        parents[i],
+                        (kind & STORED) != 0);
             }
-            BlockKey key = keys[i];
-            BlockHash parent = parents[i];
-            int kind = kinds[i] & 0xFF;
-            keys[i] = null;
-            parents[i] = null;
-            h++;
-            HEAD.setRelease(this, h);
-            sink.accept(TIERS[kind & ~STORED], key, parent, (kind & STORED) != 0);
-            n++;
+        } finally {
+            POSITION.setRelease(positions, HEAD, h);
         }
         return n;
     }
 
     /** Changes waiting (claimed, filled or not). */
     int size() {
-        return (int) Math.max(0, (long) TAIL.getVolatile(this) - (long) HEAD.getVolatile(this));
+        return (int) Math.max(
+                0, (long) POSITION.getVolatile(positions, TAIL) - (long) POSITION.getVolatile(positions, HEAD));
     }
 
     boolean isEmpty() {

@@ -9,7 +9,6 @@ import io.kvstore.engine.EngineEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
@@ -76,7 +75,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
     private volatile boolean resyncPending;
     /** The batch being filled on the publisher thread. */
-    private final Batcher batcher = new Batcher();
+    private final Batcher batcher;
 
     private volatile boolean running = true;
 
@@ -91,6 +90,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         medium.put(TierId.NVME, config.medium().nvme());
         this.topics = new NamespaceTopics(config.topic(), host, declarations);
         this.codec = new KvEventCodec(config.encoding());
+        this.batcher = new Batcher();
         this.ring = new ReplayRing(config.replaySize());
         this.queue = new ChangeRing(config.queueSize());
         this.published = Counter.builder("kvstore.events.published")
@@ -195,7 +195,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         while (n < RESYNC_PER_ROUND && blocks.hasNext()) {
             BlockInfo b = blocks.next();
             for (TierId tier : b.tiers()) {
-                batcher.accept(tier, b.key(), b.parent(), true);
+                batcher.stored(tier, b);
                 n++;
             }
         }
@@ -213,44 +213,90 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
      * Publisher thread only.
      */
     private final class Batcher implements ChangeRing.Sink {
-        private final Map<String, NamespaceTopics.Resolved> resolved = new HashMap<>(); // one look-up per round
+        /** What each namespace resolved to this round, with its events' shape per tier. */
+        private final Map<String, Target> targets = new HashMap<>();
+
+        private final KvEventCodec.BatchWriter writer = codec.writer();
         private byte @Nullable [] topic;
-        private List<KvEvent> events = new ArrayList<>();
+
+        /** The target of the change before, checked first: changes come in runs of one namespace. */
+        private @Nullable Target last;
 
         void begin() {
-            resolved.clear();
+            targets.clear(); // one resolution per round: a namespace declared meanwhile shows from the next
+            last = null;
         }
 
         @Override
-        public void accept(TierId tier, BlockKey key, @Nullable BlockHash parent, boolean stored) {
-            NamespaceTopics.Resolved ns = resolved.computeIfAbsent(key.namespace(), topics::resolve);
-            if (topic != null && (!Arrays.equals(ns.topic(), topic) || events.size() >= config.maxBatchEvents())) {
+        public void accept(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored) {
+            Target target = last;
+            if (target == null || !target.namespace.equals(namespace)) {
+                target = targets.get(namespace);
+                if (target == null) {
+                    target = new Target(namespace, topics.resolve(namespace));
+                    targets.put(namespace, target);
+                }
+                last = target;
+            }
+            byte[] next = target.resolved.topic();
+            if (topic != null && (!Arrays.equals(next, topic) || writer.count() >= config.maxBatchEvents())) {
                 flush();
             }
-            topic = ns.topic();
-            long hash = KvEventCodec.wireHash(key.hash().toBytes());
-            String m = medium.get(tier);
+            topic = next;
+            KvEventCodec.Shape shape = target.shape(tier);
             if (stored) {
-                Long parentHash = parent == null ? null : KvEventCodec.wireHash(parent.toBytes());
-                events.add(new KvEvent.BlockStored(hash, parentHash, ns.blockSize(), m, ns.loraName(), ns.extraKeys()));
+                writer.stored(shape, hash, hasParent, parent);
             } else {
-                events.add(new KvEvent.BlockRemoved(hash, m));
+                writer.removed(shape, hash);
             }
         }
 
+        /** Announces that {@code tier} holds {@code block}. */
+        void stored(TierId tier, BlockInfo block) {
+            BlockHash parent = block.parent();
+            accept(
+                    tier,
+                    block.key().namespace(),
+                    block.key().hash().lastLong(),
+                    parent != null,
+                    parent == null ? 0 : parent.lastLong(),
+                    true);
+        }
+
         void flush() {
-            if (topic != null && !events.isEmpty()) {
-                send(topic, events);
-                events = new ArrayList<>();
+            if (topic != null && writer.count() > 0) {
+                int n = writer.count();
+                send(topic, writer.finish(now(), config.dataParallelRank()), n);
             }
             topic = null;
+        }
+    }
+
+    /** A namespace's topic and the shape of its events in each tier, made on first use. */
+    private final class Target {
+        final String namespace;
+        final NamespaceTopics.Resolved resolved;
+        private final KvEventCodec.@Nullable Shape[] shapes = new KvEventCodec.Shape[TierId.values().length];
+
+        Target(String namespace, NamespaceTopics.Resolved resolved) {
+            this.namespace = namespace;
+            this.resolved = resolved;
+        }
+
+        KvEventCodec.Shape shape(TierId tier) {
+            KvEventCodec.Shape s = shapes[tier.ordinal()];
+            if (s == null) {
+                s = codec.shape(medium.get(tier), resolved.blockSize(), resolved.loraName(), resolved.extraKeys());
+                shapes[tier.ordinal()] = s;
+            }
+            return s;
         }
     }
 
     private void clearAll() {
         int n = 0;
         for (byte[] topic : topics.topics()) {
-            send(topic, List.of(new KvEvent.AllBlocksCleared()));
+            send(topic, codec.encode(now(), List.of(new KvEvent.AllBlocksCleared()), config.dataParallelRank()), 1);
             n++;
         }
         clears.increment(n);
@@ -261,14 +307,17 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                 n);
     }
 
-    private void send(byte[] topic, List<KvEvent> events) {
+    private static double now() {
+        return System.currentTimeMillis() / 1000.0;
+    }
+
+    private void send(byte[] topic, byte[] payload, int events) {
         long seq = lastSeq.get() + 1;
-        byte[] payload = codec.encode(System.currentTimeMillis() / 1000.0, events, config.dataParallelRank());
         sockets.publish(topic, seq, payload);
         ring.add(new ReplayRing.Published(topic, seq, payload));
         lastSeq.set(seq);
         batches.increment();
-        published.increment(events.size());
+        published.increment(events);
     }
 
     /** The bound PUB address (the real port when the endpoint asked for any). */

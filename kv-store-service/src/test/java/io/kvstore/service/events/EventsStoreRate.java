@@ -12,32 +12,57 @@ import io.kvstore.tier.memory.MemoryTier;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 import org.zeromq.SocketType;
 import org.zeromq.ZContext;
 import org.zeromq.ZMQ;
 
 /**
  * Not a test: {@code bench/events.sh} runs it. Stores/s of 4 KiB blocks into a DRAM tier by {@code threads}
- * threads, with KV events off and on (a publisher on loopback and a subscriber reading every batch), in
+ * threads, with KV events off and on (a publisher on loopback and a subscriber receiving every batch), in
  * alternating rounds of one run (off first, then on first, and so on), so both see the same machine state.
+ *
+ * <p>Between rounds it waits until the publisher has sent every change of the round before (the stores,
+ * then the removals of the namespace delete) and the subscriber has received every batch, so no round pays
+ * for an earlier one's events. Besides stores/s it reports CPU time per store, which a busy 2-CPU machine
+ * disturbs far less than the wall clock: on the storing threads (the data path's own cost of events) and on
+ * the publisher and subscriber threads (what events cost a machine with no spare CPU).
  */
 public final class EventsStoreRate {
 
     private static final int BLOCK = 4096;
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+
+    /** One timed round: stores/s and CPU nanoseconds per store on each kind of thread. */
+    private record Round(double rate, double storeCpu, double publisherCpu, double subscriberCpu) {}
 
     public static void main(String[] args) throws Exception {
-        int blocks = args.length > 0 ? Integer.parseInt(args[0]) : 32_768;
-        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 5;
+        int blocks = args.length > 0 ? Integer.parseInt(args[0]) : 131_072;
+        int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 9;
         int threads = args.length > 2 ? Integer.parseInt(args[2]) : 1;
-        EventsProperties config = EventedEngine.config(100_000, Duration.ofMillis(5), EventEncoding.ARRAY, 100_000);
+        // the service's defaults (5 ms batches of at most 512 events), with a queue that holds a whole round
+        EventsProperties config = new EventsProperties(
+                true,
+                "tcp://127.0.0.1:*",
+                "tcp://127.0.0.1:*",
+                "kv@{host}@{model}",
+                1000,
+                Math.max(100_000, 2 * blocks),
+                Duration.ofMillis(5),
+                512,
+                100_000,
+                EventEncoding.ARRAY,
+                0,
+                new EventsProperties.Medium("GPU", "CPU", "DISK"));
         try (Arena arena = Arena.ofShared();
                 KvEventPublisher publisher =
                         new KvEventPublisher(config, "bench", ns -> null, new SimpleMeterRegistry());
@@ -50,7 +75,7 @@ public final class EventsStoreRate {
             sub.setHandshakeIvl(EventSockets.CONNECT_HANDSHAKE_MILLIS);
             sub.connect(publisher.endpoint());
             AtomicLong received = new AtomicLong();
-            Thread.ofPlatform().daemon().start(() -> {
+            Thread subscriber = Thread.ofPlatform().daemon().start(() -> {
                 try {
                     while (true) {
                         sub.recv();
@@ -62,33 +87,58 @@ public final class EventsStoreRate {
                     // the context closed at the end of the run
                 }
             });
+            Thread publisherThread = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals("kv-events"))
+                    .findFirst()
+                    .orElseThrow();
             Thread.sleep(500);
             MemorySegment src = arena.allocate(BLOCK);
             src.fill((byte) 7);
-            List<Double> offRates = new ArrayList<>();
-            List<Double> onRates = new ArrayList<>();
+            Meter meter = new Meter(publisher, received, publisherThread.threadId(), subscriber.threadId());
+            List<Round> offRounds = new ArrayList<>();
+            List<Round> onRounds = new ArrayList<>();
+            List<Double> ratios = new ArrayList<>();
             for (int r = 0; r < rounds + 1; r++) { // round 0 warms up both
                 boolean offFirst = r % 2 == 0; // off, on, on, off, ...: neither always runs first
-                double a = offFirst ? round(off, blocks, threads, src) : Double.NaN;
-                double b = round(on, blocks, threads, src);
-                if (!offFirst) {
-                    a = round(off, blocks, threads, src);
+                Round a = offFirst ? meter.round(off, blocks, threads, src, false) : null;
+                Round b = meter.round(on, blocks, threads, src, true);
+                if (a == null) {
+                    a = meter.round(off, blocks, threads, src, false);
                 }
                 if (r > 0) {
-                    offRates.add(a);
-                    onRates.add(b);
+                    offRounds.add(a);
+                    onRounds.add(b);
+                    ratios.add(b.rate() / a.rate());
                 }
             }
-            Thread.sleep(500);
             System.out.printf(
                     "# %d x 4 KiB stores per round, %d thread(s), %d rounds; %d CPUs%n",
                     blocks, threads, rounds, Runtime.getRuntime().availableProcessors());
-            System.out.printf("events off: median %.0f stores/s, best %.0f%n", median(offRates), max(offRates));
-            System.out.printf("events on:  median %.0f stores/s, best %.0f%n", median(onRates), max(onRates));
             System.out.printf(
-                    "on/off: median %.3f, best %.3f; last seq %d, batches received by the subscriber %d%n",
-                    median(onRates) / median(offRates),
-                    max(onRates) / max(offRates),
+                    "events off: median %.0f stores/s; CPU per store: storing %.0f ns%n",
+                    median(offRounds, Round::rate), median(offRounds, Round::storeCpu));
+            System.out.printf(
+                    "events on:  median %.0f stores/s; CPU per store: storing %.0f ns, publisher %.0f ns,"
+                            + " subscriber %.0f ns%n",
+                    median(onRounds, Round::rate),
+                    median(onRounds, Round::storeCpu),
+                    median(onRounds, Round::publisherCpu),
+                    median(onRounds, Round::subscriberCpu));
+            System.out.printf(
+                    "on/off: median of the rounds' ratios %.3f (each round pair: %s); ratio of medians %.3f%n",
+                    median(ratios, x -> x),
+                    ratios.stream().map(x -> String.format("%.2f", x)).toList(),
+                    median(onRounds, Round::rate) / median(offRounds, Round::rate));
+            double offCpu = median(offRounds, Round::storeCpu);
+            double onCpu = median(onRounds, Round::storeCpu);
+            double extra = median(onRounds, x -> x.publisherCpu() + x.subscriberCpu());
+            System.out.printf(
+                    "events' CPU cost per store: %+.0f ns on the storing thread (%+.1f %%), %.0f ns on the publisher"
+                            + " and subscriber (%.1f %% of a store's CPU); last seq %d, batches received %d%n",
+                    onCpu - offCpu,
+                    100 * (onCpu - offCpu) / offCpu,
+                    extra,
+                    100 * extra / offCpu,
                     publisher.lastSeq(),
                     received.get());
         }
@@ -107,39 +157,68 @@ public final class EventsStoreRate {
                 Clock.systemUTC());
     }
 
-    /** Stores {@code blocks} new blocks and returns stores/s; then deletes them (not timed). */
-    private static double round(TierEngine engine, int blocks, int threads, MemorySegment src) throws Exception {
-        AtomicLong next = new AtomicLong();
-        String ns = "bench";
-        Thread[] workers = new Thread[threads];
-        long start = System.nanoTime();
-        for (int t = 0; t < threads; t++) {
-            workers[t] = Thread.ofPlatform().start(() -> {
-                try {
-                    for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
-                        engine.put(new BlockKey(ns, BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1)), null, src);
+    /** Runs rounds and reads the CPU clocks of the threads involved. */
+    private record Meter(KvEventPublisher publisher, AtomicLong received, long publisherId, long subscriberId) {
+
+        /** Stores {@code blocks} new blocks and measures them; then deletes them (not timed). */
+        Round round(TierEngine engine, int blocks, int threads, MemorySegment src, boolean evented) throws Exception {
+            AtomicLong next = new AtomicLong();
+            AtomicLongArray cpu = new AtomicLongArray(threads);
+            String ns = "bench";
+            long handled = publisher.handled();
+            long pub0 = THREADS.getThreadCpuTime(publisherId);
+            long sub0 = THREADS.getThreadCpuTime(subscriberId);
+            Thread[] workers = new Thread[threads];
+            long start = System.nanoTime();
+            for (int t = 0; t < threads; t++) {
+                int slot = t;
+                workers[t] = Thread.ofPlatform().start(() -> {
+                    long cpu0 = THREADS.getCurrentThreadCpuTime();
+                    try {
+                        for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
+                            engine.put(new BlockKey(ns, BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1)), null, src);
+                        }
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
                     }
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
+                    cpu.set(slot, THREADS.getCurrentThreadCpuTime() - cpu0);
+                });
+            }
+            for (Thread w : workers) {
+                w.join();
+            }
+            double rate = blocks / ((System.nanoTime() - start) / 1e9);
+            if (evented) {
+                awaitPublished(handled + blocks); // the round's events, sent and received, count for the round
+            }
+            double pub = (double) (THREADS.getThreadCpuTime(publisherId) - pub0) / blocks;
+            double sub = (double) (THREADS.getThreadCpuTime(subscriberId) - sub0) / blocks;
+            long storing = 0;
+            for (int t = 0; t < threads; t++) {
+                storing += cpu.get(t);
+            }
+            engine.deleteNamespace(ns);
+            if (evented) {
+                awaitPublished(handled + 2L * blocks); // the removals go out before the next round starts
+            }
+            return new Round(rate, (double) storing / blocks, evented ? pub : 0, evented ? sub : 0);
+        }
+
+        private void awaitPublished(long changes) throws InterruptedException {
+            long deadline = System.nanoTime() + 60_000_000_000L;
+            while (publisher.handled() < changes || received.get() < publisher.lastSeq() + 1) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("events not delivered within 60 s: published "
+                            + publisher.handled() + " of " + changes + " changes, " + received.get()
+                            + " batches received of " + (publisher.lastSeq() + 1));
                 }
-            });
+                Thread.sleep(1);
+            }
         }
-        for (Thread w : workers) {
-            w.join();
-        }
-        double rate = blocks / ((System.nanoTime() - start) / 1e9);
-        engine.deleteNamespace(ns);
-        return rate;
     }
 
-    private static double median(List<Double> v) {
-        double[] a = v.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        return a[a.length / 2];
-    }
-
-    private static double max(List<Double> v) {
-        return Arrays.stream(v.stream().mapToDouble(Double::doubleValue).toArray())
-                .max()
-                .orElse(0);
+    private static <T> double median(List<T> v, java.util.function.ToDoubleFunction<T> f) {
+        double[] a = v.stream().mapToDouble(f).sorted().toArray();
+        return a.length % 2 == 1 ? a[a.length / 2] : (a[a.length / 2 - 1] + a[a.length / 2]) / 2;
     }
 }
