@@ -2,7 +2,10 @@ package io.kvstore.service.events;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import org.jspecify.annotations.Nullable;
 import org.msgpack.core.MessageBufferPacker;
 import org.msgpack.core.MessagePack;
@@ -22,8 +25,6 @@ import org.msgpack.core.MessagePacker;
  * its hashes: the publisher thread spends its time on the changes, not on re-encoding constant strings.
  */
 public final class KvEventCodec {
-
-    private static final byte UINT64 = (byte) 0xcf;
 
     private final EventEncoding encoding;
 
@@ -80,68 +81,69 @@ public final class KvEventCodec {
     /** The msgpack bytes of {@code KVEventBatch(ts, events, data_parallel_rank)}. */
     public byte[] encode(double ts, List<KvEvent> events, int dataParallelRank) {
         BatchWriter w = writer();
+        Map<List<@Nullable Object>, Shape> shapes = new HashMap<>();
         for (KvEvent e : events) {
             switch (e) {
                 case KvEvent.BlockStored s -> {
-                    Shape shape = shape(s.medium(), s.blockSize(), s.loraName(), s.extraKeys());
+                    Shape shape = shapes.computeIfAbsent(
+                            Arrays.asList(s.medium(), s.blockSize(), s.loraName(), s.extraKeys()),
+                            k -> shape(s.medium(), s.blockSize(), s.loraName(), s.extraKeys()));
                     Long parent = s.parent();
                     w.stored(shape, s.hash(), parent != null, parent == null ? 0 : parent);
                 }
-                case KvEvent.BlockRemoved r -> w.removed(shape(r.medium(), 0, null, null), r.hash());
+                case KvEvent.BlockRemoved r -> {
+                    Shape shape = shapes.computeIfAbsent(
+                            Arrays.asList(r.medium(), 0, null, null), k -> shape(r.medium(), 0, null, null));
+                    w.removed(shape, r.hash());
+                }
                 case KvEvent.AllBlocksCleared c -> w.cleared();
             }
         }
         return w.finish(ts, dataParallelRank);
     }
 
-    /** Appends events one by one and hands out the batch's payload; not thread-safe. */
+    /**
+     * Appends events one by one and hands out the batch's payload; not thread-safe. It writes msgpack's few
+     * forms it needs (array headers, a double, the minimal form of a non-negative integer, nil) itself into
+     * a growing array: per event that is two copies of constant bytes and one or two integers.
+     */
     public final class BatchWriter {
-        private final MessageBufferPacker events = MessagePack.newDefaultBufferPacker();
-        private final byte[] uint64 = new byte[9];
+        private byte[] body = new byte[4096];
+        private int length;
         private int count;
 
-        private BatchWriter() {
-            uint64[0] = UINT64;
-        }
+        private BatchWriter() {}
 
         /** Appends {@code BlockStored}; {@code parent} counts only when {@code hasParent}. */
         public void stored(Shape shape, long hash, boolean hasParent, long parent) {
-            try {
-                events.writePayload(shape.storedHead());
-                hash(hash);
-                events.writePayload(shape.storedMiddle());
-                if (hasParent) {
-                    hash(parent);
-                } else {
-                    events.packNil();
-                }
-                events.writePayload(shape.storedTail());
-                count++;
-            } catch (IOException e) {
-                throw new UncheckedIOException(e); // a buffer packer does no I/O
+            room(shape.storedHead().length + shape.storedMiddle().length + shape.storedTail().length + 18);
+            put(shape.storedHead());
+            length = unsigned(body, length, hash);
+            put(shape.storedMiddle());
+            if (hasParent) {
+                length = unsigned(body, length, parent);
+            } else {
+                body[length++] = NIL;
             }
+            put(shape.storedTail());
+            count++;
         }
 
         /** Appends {@code BlockRemoved}. */
         public void removed(Shape shape, long hash) {
-            try {
-                events.writePayload(shape.removedHead());
-                hash(hash);
-                events.writePayload(shape.removedTail());
-                count++;
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+            room(shape.removedHead().length + shape.removedTail().length + 9);
+            put(shape.removedHead());
+            length = unsigned(body, length, hash);
+            put(shape.removedTail());
+            count++;
         }
 
         /** Appends {@code AllBlocksCleared}. */
         public void cleared() {
-            try {
-                header(events, encoding == EventEncoding.MAP, 1, "AllBlocksCleared");
-                count++;
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
+            byte[] event = bytes(p -> header(p, encoding == EventEncoding.MAP, 1, "AllBlocksCleared"));
+            room(event.length);
+            put(event);
+            count++;
         }
 
         /** Events appended since the last {@link #finish}. */
@@ -151,40 +153,72 @@ public final class KvEventCodec {
 
         /** The batch of the events appended so far; the writer starts empty again. */
         public byte[] finish(double ts, int dataParallelRank) {
-            try (MessageBufferPacker head = MessagePack.newDefaultBufferPacker()) {
-                head.packArrayHeader(3);
-                head.packDouble(ts);
-                head.packArrayHeader(count);
-                byte[] start = head.toByteArray();
-                head.clear();
-                head.packInt(dataParallelRank);
-                byte[] end = head.toByteArray();
-                byte[] body = events.toByteArray();
-                byte[] payload = new byte[start.length + body.length + end.length];
-                System.arraycopy(start, 0, payload, 0, start.length);
-                System.arraycopy(body, 0, payload, start.length, body.length);
-                System.arraycopy(end, 0, payload, start.length + body.length, end.length);
-                return payload;
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            } finally {
-                events.clear();
-                count = 0;
+            if (dataParallelRank < 0) {
+                throw new IllegalArgumentException("data_parallel_rank must not be negative: " + dataParallelRank);
+            }
+            byte[] payload = new byte[1 + 9 + 5 + length + 9];
+            int at = 0;
+            payload[at++] = (byte) 0x93; // [ts, events, data_parallel_rank]
+            payload[at++] = (byte) 0xcb; // float 64
+            at = bigEndian(payload, at, Double.doubleToRawLongBits(ts), 8);
+            if (count < 16) {
+                payload[at++] = (byte) (0x90 | count);
+            } else if (count < 1 << 16) {
+                payload[at++] = (byte) 0xdc;
+                at = bigEndian(payload, at, count, 2);
+            } else {
+                payload[at++] = (byte) 0xdd;
+                at = bigEndian(payload, at, count, 4);
+            }
+            System.arraycopy(body, 0, payload, at, length);
+            at = unsigned(payload, at + length, dataParallelRank);
+            length = 0;
+            count = 0;
+            return Arrays.copyOf(payload, at);
+        }
+
+        private void room(int bytes) {
+            if (length + bytes > body.length) {
+                body = Arrays.copyOf(body, Math.max(body.length * 2, length + bytes));
             }
         }
 
-        /** An unsigned 64-bit value: int64 forms below 2^63, uint64 above, as msgspec encodes a Python int. */
-        private void hash(long unsigned) throws IOException {
-            if (unsigned >= 0) {
-                events.packLong(unsigned);
-            } else {
-                for (int i = 8; i >= 1; i--) {
-                    uint64[i] = (byte) unsigned;
-                    unsigned >>>= 8;
-                }
-                events.writePayload(uint64);
-            }
+        private void put(byte[] bytes) {
+            System.arraycopy(bytes, 0, body, length, bytes.length);
+            length += bytes.length;
         }
+    }
+
+    private static final byte NIL = (byte) 0xc0;
+
+    /**
+     * Writes {@code v} read as unsigned in msgpack's smallest form (positive fixint, uint8, 16, 32 or 64), as
+     * msgspec writes a non-negative Python int; returns the position after it.
+     */
+    static int unsigned(byte[] out, int at, long v) {
+        if (v >= 0 && v < 1 << 7) {
+            out[at] = (byte) v;
+            return at + 1;
+        } else if (v >= 0 && v < 1 << 8) {
+            out[at] = (byte) 0xcc;
+            return bigEndian(out, at + 1, v, 1);
+        } else if (v >= 0 && v < 1 << 16) {
+            out[at] = (byte) 0xcd;
+            return bigEndian(out, at + 1, v, 2);
+        } else if (v >= 0 && v < 1L << 32) {
+            out[at] = (byte) 0xce;
+            return bigEndian(out, at + 1, v, 4);
+        }
+        out[at] = (byte) 0xcf;
+        return bigEndian(out, at + 1, v, 8);
+    }
+
+    private static int bigEndian(byte[] out, int at, long v, int bytes) {
+        for (int i = bytes - 1; i >= 0; i--) {
+            out[at + i] = (byte) v;
+            v >>>= 8;
+        }
+        return at + bytes;
     }
 
     @FunctionalInterface

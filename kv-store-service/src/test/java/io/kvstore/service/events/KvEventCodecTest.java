@@ -1,0 +1,95 @@
+package io.kvstore.service.events;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.math.BigInteger;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+import org.msgpack.core.MessageBufferPacker;
+import org.msgpack.core.MessagePack;
+import org.msgpack.core.MessageUnpacker;
+import org.msgpack.value.Value;
+
+class KvEventCodecTest {
+
+    @Test
+    void anUnsignedHashIsWrittenInTheSmallestFormAsMsgpackWritesIt() throws Exception {
+        List<Long> values = new ArrayList<>(List.of(
+                0L,
+                1L,
+                127L,
+                128L,
+                255L,
+                256L,
+                65_535L,
+                65_536L,
+                (1L << 32) - 1,
+                1L << 32,
+                Long.MAX_VALUE,
+                -1L,
+                Long.MIN_VALUE));
+        SplittableRandom random = new SplittableRandom(7);
+        for (int i = 0; i < 1000; i++) {
+            values.add(random.nextLong() >>> random.nextInt(64));
+        }
+        for (long v : values) {
+            byte[] ours = new byte[9];
+            int end = KvEventCodec.unsigned(ours, 0, v);
+            try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
+                if (v >= 0) {
+                    p.packLong(v);
+                } else {
+                    p.packBigInteger(BigInteger.valueOf(v).add(BigInteger.ONE.shiftLeft(64)));
+                }
+                assertThat(Arrays.copyOf(ours, end))
+                        .as("%s", Long.toUnsignedString(v))
+                        .isEqualTo(p.toByteArray());
+            }
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(EventEncoding.class)
+    void aBatchDecodesAsTimestampEventsAndRank(EventEncoding encoding) throws Exception {
+        KvEventCodec codec = new KvEventCodec(encoding);
+        for (int count : new int[] {0, 1, 15, 16, 70_000}) {
+            List<KvEvent> events = new ArrayList<>();
+            for (int i = 0; i < count; i++) {
+                events.add(
+                        i % 3 == 0
+                                ? new KvEvent.BlockRemoved(-i, "CPU")
+                                : new KvEvent.BlockStored(
+                                        i * 0x9E3779B97F4A7C15L,
+                                        i % 2 == 0 ? null : (long) i,
+                                        16,
+                                        "DISK",
+                                        "lora",
+                                        List.of("lora", "salt")));
+            }
+            byte[] payload = codec.encode(1234.5, events, 3);
+            try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
+                assertThat(u.unpackArrayHeader()).isEqualTo(3);
+                assertThat(u.unpackDouble()).isEqualTo(1234.5);
+                assertThat(u.unpackArrayHeader()).isEqualTo(count);
+                for (int i = 0; i < count; i++) {
+                    Value event = u.unpackValue();
+                    String tag = encoding == EventEncoding.ARRAY
+                            ? event.asArrayValue().get(0).asStringValue().asString()
+                            : event.asMapValue()
+                                    .map()
+                                    .get(org.msgpack.value.ValueFactory.newString("type"))
+                                    .asStringValue()
+                                    .asString();
+                    assertThat(tag).isEqualTo(i % 3 == 0 ? "BlockRemoved" : "BlockStored");
+                }
+                assertThat(u.unpackInt()).isEqualTo(3);
+                assertThat(u.hasNext()).as("nothing after the rank").isFalse();
+            }
+        }
+    }
+}
