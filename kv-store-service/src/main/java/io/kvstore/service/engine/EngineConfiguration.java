@@ -162,7 +162,11 @@ public class EngineConfiguration {
         if (hbm instanceof DeviceTier device) {
             decision = transport.attachDevice(device, backends.resolved());
             opened = DeviceStorage.open(
-                    decision, device, properties.tiers().nvme().enabled());
+                    decision,
+                    device,
+                    properties.tiers().nvme().enabled()
+                            ? nvmeConfig(properties).paths().getFirst()
+                            : null);
             provider = device.provider();
         } else {
             decision = transport.decideEmulatedDevice(backends.resolved());

@@ -2,6 +2,8 @@ package io.kvstore.service.transport;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 import io.kvstore.ffm.cufile.CuFile;
+import io.kvstore.ffm.libc.LibC;
+import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.ffm.nixl.Nixl;
 import io.kvstore.nixl.DevicePathChoice;
 import io.kvstore.nixl.DevicePathChoice.StoragePath;
@@ -9,6 +11,9 @@ import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.nvme.DeviceFileCopier;
 import io.kvstore.transfer.local.CuFileDeviceFileCopier;
 import io.kvstore.transfer.nixl.NixlDeviceFileCopier;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,15 +66,16 @@ public final class DeviceStorage {
     public static final String THROUGH_DRAM = "HBM demotes to DRAM and DRAM to NVMe, through host memory";
 
     /**
-     * Opens the copier {@code decision} names for {@code hbm}'s device memory. Through host memory (a null
-     * copier) when the decision is {@code THROUGH_HOST}, when there is no NVMe tier, or when the copier
-     * cannot be opened (one WARN line with the reason).
+     * Opens the copier {@code decision} names for {@code hbm}'s device memory and {@link #probe}s it in
+     * {@code nvmeDir} (the NVMe tier's first directory; null without an NVMe tier). Through host memory (a
+     * null copier) when the decision is {@code THROUGH_HOST}, when there is no NVMe tier, or when the copier
+     * cannot be opened or fails its probe (one WARN line with the reason).
      */
-    public static Opened open(DevicePathChoice.Decision decision, DeviceTier hbm, boolean nvme) {
+    public static Opened open(DevicePathChoice.Decision decision, DeviceTier hbm, Path nvmeDir) {
         if (decision.storage() == StoragePath.THROUGH_HOST) {
             return new Opened(null, THROUGH_DRAM);
         }
-        if (!nvme) {
+        if (nvmeDir == null) {
             return new Opened(null, "no NVMe tier (kvstore.tiers.nvme.enabled=false); HBM demotes to DRAM");
         }
         try {
@@ -77,6 +83,12 @@ public final class DeviceStorage {
                     ? new CuFileDeviceFileCopier(CuFile.get(), hbm.region())
                     : new NixlDeviceFileCopier(
                             decision.nixlBackend(), Nixl.VRAM_SEG, hbm.region(), 0, Duration.ofSeconds(60));
+            try {
+                probe(copier, nvmeDir);
+            } catch (IOException | RuntimeException e) {
+                copier.close();
+                throw new IllegalStateException("its start-up probe failed: " + e.getMessage(), e);
+            }
             return new Opened(copier, null);
         } catch (RuntimeException e) {
             log.warn(
@@ -87,6 +99,37 @@ public final class DeviceStorage {
                     null, decision.storage() + " could not be opened (" + e.getMessage() + "); " + THROUGH_DRAM);
         }
     }
+
+    /**
+     * Moves one 4 KiB slot from the start of the device region to a scratch file in {@code dir} (O_DIRECT
+     * where the filesystem allows) and back, before the tier holds any block: a backend that cannot be
+     * created, a file the driver cannot register or a filesystem GPUDirect Storage does not support fails
+     * here, at start-up, instead of on the first demotion.
+     */
+    public static void probe(DeviceFileCopier copier, Path dir) throws IOException {
+        Files.createDirectories(dir);
+        Path scratch = dir.resolve(".device-storage-probe");
+        int fd;
+        try {
+            fd = LibC.open(scratch.toString(), LibC.O_RDWR | LibC.O_CREAT | LibC.O_CLOEXEC | LibC.O_DIRECT, 0600);
+        } catch (PosixException e) {
+            if (e.errno() != LibC.EINVAL) {
+                throw e;
+            }
+            fd = LibC.open(scratch.toString(), LibC.O_RDWR | LibC.O_CREAT | LibC.O_CLOEXEC, 0600);
+        }
+        try {
+            LibC.fallocate(fd, 0, PROBE_BYTES, scratch.toString());
+            DeviceFileCopier.BlockFile file = new DeviceFileCopier.BlockFile(fd, scratch.toString(), PROBE_BYTES);
+            copier.write(0, file, 0, PROBE_BYTES);
+            copier.read(file, 0, 0, PROBE_BYTES);
+        } finally {
+            LibC.close(fd);
+            Files.deleteIfExists(scratch);
+        }
+    }
+
+    private static final long PROBE_BYTES = 4096;
 
     /** The route of an engine that took a copier: HBM and NVMe straight to each other. */
     public static String direct(String engineRoute) {

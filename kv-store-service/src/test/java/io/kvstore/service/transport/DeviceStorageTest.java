@@ -1,15 +1,27 @@
 package io.kvstore.service.transport;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeFalse;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import io.kvstore.block.TierId;
 import io.kvstore.ffm.cufile.CuFile;
+import io.kvstore.ffm.nixl.Nixl;
 import io.kvstore.nixl.DevicePathChoice;
 import io.kvstore.nixl.DevicePathChoice.StoragePath;
+import io.kvstore.nixl.NixlBackendProbe;
 import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.device.EmulatedDeviceCopier;
+import io.kvstore.transfer.nixl.NixlDeviceFileCopier;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Which copier the service hands the engine for each decided device path, and the route it shows when it
@@ -18,6 +30,9 @@ import org.junit.jupiter.api.Test;
  */
 class DeviceStorageTest {
 
+    @TempDir
+    Path dir;
+
     private static DevicePathChoice.Decision decision(StoragePath path) {
         return new DevicePathChoice.Decision(false, "test", path, "decided for the test");
     }
@@ -25,7 +40,7 @@ class DeviceStorageTest {
     @Test
     void throughHostHandsTheEngineNoCopier() {
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.THROUGH_HOST), hbm, true);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.THROUGH_HOST), hbm, dir);
             assertThat(opened.copier()).isNull();
             assertThat(opened.route()).isEqualTo(DeviceStorage.THROUGH_DRAM);
         }
@@ -34,7 +49,7 @@ class DeviceStorageTest {
     @Test
     void aGdsPathWithoutAnNvmeTierHandsNoCopierAndSaysWhy() {
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, false);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, null);
             assertThat(opened.copier()).isNull();
             assertThat(opened.route()).contains("no NVMe tier");
         }
@@ -44,11 +59,44 @@ class DeviceStorageTest {
     void aCopierThatCannotOpenFallsBackThroughDramAndSaysWhy() {
         assumeFalse(CuFile.availability().available(), "libcufile loads here; this test needs it missing");
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, true);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, dir);
             assertThat(opened.copier()).isNull();
             assertThat(opened.route())
                     .startsWith("CUFILE could not be opened (")
                     .endsWith(DeviceStorage.THROUGH_DRAM);
+        }
+    }
+
+    @Test
+    void theProbeMovesASlotThroughARealNixlBackendAndBack() throws Exception {
+        assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        var posix = NixlBackendProbe.ofThisMachine().probe("POSIX");
+        assumeTrue(posix.available(), () -> "skipped: " + posix.detail());
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment region = arena.allocate(1 << 16, 4096);
+            region.asSlice(0, 4096).fill((byte) 0x5A);
+            try (var copier = new NixlDeviceFileCopier("POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60))) {
+                DeviceStorage.probe(copier, dir);
+            }
+            assertThat(region.asSlice(0, 4096)
+                            .mismatch(region.asSlice(4096, 4096).fill((byte) 0x5A)))
+                    .as("the slot came back as it went")
+                    .isEqualTo(-1);
+        }
+        assertThat(Files.exists(dir.resolve(".device-storage-probe"))).isFalse();
+    }
+
+    @Test
+    void aBackendThatCannotBeCreatedFailsTheProbe() throws Exception {
+        assumeTrue(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment region = arena.allocate(1 << 16, 4096);
+            try (var copier =
+                    new NixlDeviceFileCopier("NO_SUCH_BACKEND", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60))) {
+                assertThatThrownBy(() -> DeviceStorage.probe(copier, dir))
+                        .isInstanceOf(IOException.class)
+                        .hasMessageContaining("NIXL NO_SUCH_BACKEND write of 4096 bytes");
+            }
         }
     }
 }
