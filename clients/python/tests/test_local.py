@@ -18,7 +18,9 @@ from service import Service
 
 @pytest.fixture
 def local(client):
-    return LocalDataPath(client)
+    path = LocalDataPath(client)
+    yield path
+    path.close()
 
 
 def test_the_tier_file_is_mappable_by_its_owner_only(client, local):
@@ -104,13 +106,14 @@ def test_a_block_damaged_in_place_after_commit_fails_its_check_on_the_way_out(cl
         local.fetch(ns, hashes)
 
 
-def test_checksums_taken_beside_the_copies_still_stop_at_the_first_damaged_block(client, local, ns, monkeypatch):
+def test_checksums_taken_beside_the_copies_still_stop_at_the_first_damaged_block(service, client, local, ns, monkeypatch):
     from kvstore import shm
 
     monkeypatch.setattr(shm, "_GROUP", SMALL.block_bytes)  # every block a group of its own: the helper thread
+    monkeypatch.setattr(shm, "_STEP", 2 * SMALL.block_bytes)  # and a lease per two blocks, taken ahead
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(6, SMALL.block_bytes, seed=16)
-    assert len(local.store(ns, blocks).committed) == 6  # CRC32Cs of the sources computed beside the copies
+    assert len(local.store(ns, blocks).committed) == 6
     lease = client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [h.hex() for h in hashes]})
     off = lease["locations"][4]["offset"]
     client.release(lease["leaseId"])
@@ -118,6 +121,111 @@ def test_checksums_taken_beside_the_copies_still_stop_at_the_first_damaged_block
     out = [bytearray(SMALL.block_bytes) for _ in hashes]
     assert local.load(ns, hashes, out) == 4
     assert [bytes(o) for o in out[:4]] == [bytes(d) for d in data[:4]]
+    assert active_leases(service) == 0
+
+
+def active_leases(service) -> float:
+    m = service.admin("GET", "/actuator/metrics/kvstore.leases.active")
+    return m["measurements"][0]["value"]
+
+
+def test_a_store_and_a_load_in_many_steps_are_byte_exact_and_hold_nothing_afterwards(service, client, local, ns, monkeypatch):
+    from kvstore import shm
+
+    # a reservation or lease per three blocks: each step's control calls overlap the copies of its neighbours
+    monkeypatch.setattr(shm, "_STEP", 3 * SMALL.block_bytes)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(40, SMALL.block_bytes, seed=19)
+    first = local.store(ns, blocks[4:11])  # some steps will find blocks stored already
+    assert first.committed == hashes[4:11]
+    r = local.store(ns, blocks)
+    assert r.committed == hashes[:4] + hashes[11:] and r.already_stored == hashes[4:11] and not r.failed
+    for want, got in zip(data, client.fetch(ns, hashes)):  # what HTTP serves: checked by the service
+        assert np.array_equal(want, got)
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    assert local.load(ns, hashes, out) == 40
+    for want, got in zip(data, out):
+        assert np.array_equal(want, got)
+    assert active_leases(service) == 0
+    assert client.delete_namespace(ns) == 40  # no lease or reservation holds anything
+
+
+def test_a_load_in_steps_stops_at_the_first_missing_block_and_releases_the_leases_taken_ahead(
+    service, client, local, ns, monkeypatch
+):
+    from kvstore import shm
+
+    monkeypatch.setattr(shm, "_STEP", 3 * SMALL.block_bytes)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(20, SMALL.block_bytes, seed=20)
+    local.store(ns, blocks[:13])
+    local.store(ns, blocks[14:])  # stored after the gap: a lease ahead finds them, the load must not count them
+    out = [bytearray(SMALL.block_bytes) for _ in hashes]
+    assert local.load(ns, hashes, out) == 13
+    assert [bytes(o) for o in out[:13]] == [bytes(d) for d in data[:13]]
+    assert bytes(out[13]) == bytes(SMALL.block_bytes)
+    assert local.load(ns, hashes[2:], out[2:]) == 11
+    assert local.load(ns, hashes[13:], out[13:]) == 0
+    assert active_leases(service) == 0
+    assert client.delete_namespace(ns) == 19
+
+
+def test_a_store_that_fails_midway_keeps_the_steps_before_and_gives_the_reserved_slots_back(
+    service, client, local, ns, monkeypatch
+):
+    from kvstore import Block, shm
+
+    monkeypatch.setattr(shm, "_STEP", 2 * SMALL.block_bytes)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(8, SMALL.block_bytes, seed=21)
+    bad = list(blocks)
+    bad[5] = Block(hashes[5], data[5][:-2], hashes[4])  # the third step holds a block of the wrong size
+    with pytest.raises(ValueError):
+        local.store(ns, bad)
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 4  # the steps before it were committed
+    # the slots of the failed step and of the step reserved ahead were given back: storing the rest now
+    # reserves them anew and commits them
+    r = local.store(ns, blocks)
+    assert r.already_stored == hashes[:4] and r.committed == hashes[4:]
+    out = [bytearray(SMALL.block_bytes) for _ in hashes]
+    assert local.load(ns, hashes, out) == 8
+    assert client.delete_namespace(ns) == 8
+
+
+def test_stores_left_in_flight_commit_in_order_and_serve_what_was_copied(client, local, ns):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(60, SMALL.block_bytes, seed=22)
+    originals = [d.copy() for d in data]
+    pending = []
+    for i in range(0, 60, 6):
+        pending.append(local.store_async(ns, blocks[i : i + 6]))
+        for d in data[i : i + 6]:
+            d[:8] = 0  # the sources may be reused once store_async returns: the slots hold the copies
+    results = [f.result(timeout=120) for f in pending]
+    assert [h for r in results for h in r.committed] == hashes
+    for want, got in zip(originals, client.fetch(ns, hashes)):
+        assert np.array_equal(want, got)
+
+
+def test_a_commit_refused_after_store_async_returned_surfaces_from_its_future(client, local, ns, monkeypatch):
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(4, SMALL.block_bytes, seed=23)
+    real = client.request_json
+
+    def refusing(method, path, body=None, ok=(200, 201, 204)):
+        if path.endswith("blocks:commit"):  # as a service shutting down answers it
+            raise kvstore.ServiceUnavailable(503, {"title": "Service Unavailable", "detail": "shutting down"})
+        return real(method, path, body, ok)
+
+    monkeypatch.setattr(client, "request_json", refusing)
+    future = local.store_async(ns, blocks)
+    with pytest.raises(kvstore.ServiceUnavailable):
+        future.result(timeout=120)
+    with pytest.raises(kvstore.ServiceUnavailable):
+        local.store(ns, blocks)
+    monkeypatch.setattr(client, "request_json", real)
+    assert client.lookup(ns, block_hashes=hashes).matched_blocks == 0  # nothing unverified became visible
+    assert local.store(ns, blocks).committed == hashes  # the refused reservations gave their slots back
 
 
 def test_blocks_held_only_on_nvme_come_over_http_under_the_same_lease(service, client, local, ns):

@@ -5,14 +5,22 @@ A kvstore started with ``kvstore.local.enabled=true`` keeps its DRAM tier in a f
 A client on the same host maps that file once and then:
 
 - store: ``POST /v1/local/namespaces/{ns}/blocks:reserve`` -> slots (offsets into the file); copy each
-  block into its slot, taking its CRC32C on the way; ``blocks:commit`` with the CRC32Cs (kvstore checksums
-  every slot in place and makes only matching blocks visible);
+  block into its slot; ``blocks:commit`` (kvstore checksums every slot in place and makes it visible with
+  that CRC32C, which every later read is checked against);
 - load: ``blocks:lease`` -> the leading stored blocks held in place, with offsets and CRC32Cs; copy each
   out, check its CRC32C on the copy, release the lease (``DELETE /v1/leases/{id}``).
 
-Only the control calls travel over HTTP. Blocks held only on NVMe have no offset and are fetched over
-HTTP under the same lease. Every answer carries the region id of the service's current file; a client
-still mapping a file of an earlier run (the service restarted) maps the new one before copying.
+Only the control calls travel over HTTP, and they stay off the copying thread where they can: they run on
+a small pool of background threads (one keep-alive connection each). A store returns from
+:meth:`LocalDataPath.store_async` as soon as its blocks are copied, its commit (kvstore's checksum pass
+over the slots) running while the caller copies the next blocks; :meth:`LocalDataPath.store` waits for it.
+A load releases its leases while the last copies' CRC32Cs are checked. Calls larger than ``_STEP`` bytes
+move in steps of that size, each its own reservation or lease: the next step's slots are reserved (or its
+blocks leased) while this step is copied, and each step is committed while the next one is copied.
+
+Blocks held only on NVMe have no offset and are fetched over HTTP under the same lease. Every answer
+carries the region id of the service's current file; a client still mapping a file of an earlier run
+(the service restarted) maps the new one before copying.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from __future__ import annotations
 import mmap
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, List, Optional, Sequence
 
@@ -34,11 +42,15 @@ from .errors import ChecksumMismatch, KvStoreError, NotFound, ServiceUnavailable
 
 __all__ = ["LocalDataPath", "HttpDataPath", "StoreResult", "data_path"]
 
-# CRC32Cs are taken in groups of about this many bytes on a helper thread while the caller's thread copies
-# the next blocks (ISA-L through ctypes and numpy's copy both release the GIL), so on a machine with a spare
-# core a batch costs about its copies rather than copies plus checksums; the last group runs on the caller's
-# thread (nothing left to overlap with).
+# Bytes per step of a large store or load: one reservation (or lease) each, so that kvstore's checksum pass
+# over one step overlaps the copies of the next and no reservation holds more than this. Every step costs
+# a reserve and a commit (or a lease and a release) of service time, so steps are large.
+_STEP = 64 << 20
+# The CRC32Cs of copied-out blocks are taken in groups of about this many bytes on a helper thread while
+# the caller's thread copies the next blocks (ISA-L through ctypes and numpy's copy both release the GIL);
+# the last group runs on the caller's thread (nothing left to overlap with).
 _GROUP = 4 << 20
+_CONTROL_THREADS = 4
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
 
@@ -97,12 +109,17 @@ class Checksums:
         return out
 
 
-def _pieces(data: Any, size: int, what: str) -> List[np.ndarray]:
-    pieces = _parts(data)
-    total = sum(p.nbytes for p in pieces)
-    if total != size:
-        raise ValueError(what.format(have=total, want=size))
-    return pieces
+def _steps(sizes: List[int]) -> List[range]:
+    """Consecutive runs of blocks of at most ``_STEP`` bytes (at least one block each)."""
+    out: List[range] = []
+    start = total = 0
+    for i, size in enumerate(sizes):
+        if i > start and total + size > _STEP:
+            out.append(range(start, i))
+            start, total = i, 0
+        total += size
+    out.append(range(start, len(sizes)))
+    return out
 
 
 def copy_in(slot: np.ndarray, pieces: List[np.ndarray]) -> None:
@@ -121,8 +138,53 @@ def copy_out(slot: np.ndarray, pieces: List[np.ndarray]) -> None:
         pos += p.nbytes
 
 
+def _size_check(pieces: List[np.ndarray], length: int, what: str) -> None:
+    total = sum(p.nbytes for p in pieces)
+    if total != length:
+        raise ValueError(what.format(have=total, want=length))
+
+
+def _done(result: Any) -> Future:
+    f: Future = Future()
+    f.set_result(result)
+    return f
+
+
+def _merged(closing: List[Future]) -> Future:
+    """One future of the StoreResult of all steps, completed by the last step's commit (no thread waits)."""
+    out: Future = Future()
+    left = [len(closing)]
+    lock = threading.Lock()
+
+    def step_done(_: Future) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0]:
+                return
+        committed: List[bytes] = []
+        already: List[bytes] = []
+        failed: List[tuple] = []
+        try:
+            for f in closing:
+                c, a, x = f.result()
+                committed += c
+                already += a
+                failed += x
+        except BaseException as e:  # noqa: BLE001 - handed to whoever waits on the future
+            out.set_exception(e)
+            return
+        out.set_result(StoreResult(committed, already, failed))
+
+    for f in closing:
+        f.add_done_callback(step_done)
+    return out
+
+
 class LocalDataPath:
     """Stores and loads blocks by copying them in and out of the service's mapped DRAM tier.
+
+    Safe to use from several threads; each call's control requests run on a small pool of background
+    threads of its own (one keep-alive connection each) beside the copies of the calling thread.
 
     :raises ServiceUnavailable: when the service has no same-host path (``detail`` says why)
     :raises PermissionError: when this process may not open the tier's file (not its owner or group)
@@ -137,6 +199,11 @@ class LocalDataPath:
         self.mem: Optional[np.ndarray] = None
         self.path: Optional[str] = None
         self._map()
+        self._control = ThreadPoolExecutor(max_workers=_CONTROL_THREADS, thread_name_prefix="kvstore-control")
+
+    def close(self) -> None:
+        """Stops the control threads once the calls in flight are done (the mapping goes with the object)."""
+        self._control.shutdown(wait=True)
 
     # ------------------------------------------------------------------ mapping
 
@@ -167,107 +234,188 @@ class LocalDataPath:
     # ------------------------------------------------------------------ store
 
     def store(self, namespace: str, blocks: Sequence[Block], timeout_seconds: Optional[int] = None) -> StoreResult:
-        """Reserves slots for the blocks kvstore does not hold, copies them in and commits with CRC32Cs."""
+        """Reserves slots for the blocks kvstore does not hold, copies them in and commits them (kvstore
+        checksums each slot and keeps that CRC32C); returns when every block is committed or refused."""
+        return self.store_async(namespace, blocks, timeout_seconds).result()
+
+    def store_async(
+        self, namespace: str, blocks: Sequence[Block], timeout_seconds: Optional[int] = None
+    ) -> "Future[StoreResult]":
+        """:meth:`store` that returns as soon as the blocks are copied into their slots (the caller may
+        reuse its buffers then), with a future of the :class:`StoreResult` that completes when kvstore has
+        checksummed and committed them, or fails with what the commit raised. The next call's copies run
+        while kvstore checksums this one's. Failures before the copies are done raise here."""
         if not blocks:
-            return StoreResult([], [], [])
+            return _done(StoreResult([], [], []))
+        ns = _q(namespace)
+        pieces = [_parts(b.data) for b in blocks]
+        steps = _steps([sum(p.nbytes for p in ps) for ps in pieces])
+        reserving = [self._control.submit(self._reserve, ns, blocks, steps[0], timeout_seconds)]
+        closing: List[Future] = []  # per step whose slots were filled: its commit (or cancel when empty)
+        try:
+            for j, step in enumerate(steps):
+                r = reserving[j].result()
+                if j + 1 < len(steps):  # the next step's slots are reserved while this one is copied
+                    reserving.append(self._control.submit(self._reserve, ns, blocks, steps[j + 1], timeout_seconds))
+                try:
+                    mem = self._region(r["regionId"])
+                    by_hash = {_hex(blocks[i].hash): pieces[i] for i in step}
+                    for slot in r["slots"]:
+                        off, length = slot["offset"], slot["length"]
+                        src = by_hash[slot["hash"]]
+                        _size_check(src, length, "block has {have} bytes; the namespace's blocks have {want}")
+                        copy_in(mem[off : off + length], src)
+                except BaseException:
+                    closing.append(self._control.submit(self._cancel, r["reservationId"]))
+                    raise
+                # kvstore checksums the slots while the next step is copied
+                closing.append(self._control.submit(self._close, ns, r))
+        except BaseException:
+            # reservations made ahead of a failure give their slots back; steps already closed stay
+            for f in reserving[len(closing) :]:
+                try:
+                    self._cancel(f.result()["reservationId"])
+                except Exception:  # noqa: BLE001 - the reserve itself failed: nothing to give back
+                    pass
+            for f in closing:
+                try:
+                    f.result()
+                except Exception:  # noqa: BLE001 - the first failure is the one raised
+                    pass
+            raise
+        return _merged(closing)
+
+    def _reserve(self, ns: str, blocks: Sequence[Block], step: range, timeout_seconds: Optional[int]) -> dict:
         body: dict = {
             "blocks": [
-                {"hash": _hex(b.hash), **({"parent": _hex(b.parent)} if b.parent is not None else {})} for b in blocks
+                {"hash": _hex(blocks[i].hash), **({"parent": _hex(blocks[i].parent)} if blocks[i].parent is not None else {})}
+                for i in step
             ]
         }
         if timeout_seconds is not None:
             body["timeoutSeconds"] = int(timeout_seconds)
-        ns = _q(namespace)
-        r = self.client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:reserve", body)
-        committed = False
+        return self.client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:reserve", body)
+
+    def _close(self, ns: str, r: dict) -> tuple:
+        """Commits a filled reservation (cancels one with no slots): (committed, already stored, failed)."""
+        if not r["slots"]:
+            self._cancel(r["reservationId"])
+            return [], [bytes.fromhex(h) for h in r["alreadyStored"]], []
         try:
-            mem = self._region(r["regionId"])
-            by_hash = {_hex(b.hash): b for b in blocks}
-            todo = []  # (slot view, the block's pieces, hash)
-            for slot in r["slots"]:
-                off, length = slot["offset"], slot["length"]
-                pieces = _pieces(by_hash[slot["hash"]].data, length,
-                                 "block has {have} bytes; the namespace's blocks have {want}")
-                todo.append((mem[off : off + length], pieces, slot["hash"]))
-            # the CRC32Cs of what is meant (the sources) run beside the copies; kvstore checksums each slot at
-            # commit and refuses any that differs, so a copy that did not land whole is never visible
-            sums = Checksums(overlap=len(todo) > 1)
-            for _, pieces, _ in todo:
-                sums.add(pieces)
-            for dst, pieces, _ in todo:
-                copy_in(dst, pieces)
-            crcs = {h: c for (_, _, h), c in zip(todo, sums.results())}
-            if not r["slots"]:
-                self.client.cancel(r["reservationId"])
-                committed = True
-                return StoreResult([], [bytes.fromhex(h) for h in r["alreadyStored"]], [])
             c = self.client.request_json(
-                "POST",
-                f"/v1/local/namespaces/{ns}/blocks:commit",
-                {"reservationId": r["reservationId"], "crc32c": crcs},
+                "POST", f"/v1/local/namespaces/{ns}/blocks:commit", {"reservationId": r["reservationId"]}
             )
-            committed = True
-        finally:
-            if not committed:
-                try:
-                    self.client.cancel(r["reservationId"])
-                except KvStoreError:
-                    pass  # expires on its own
-        return StoreResult(
+        except BaseException:
+            self._cancel(r["reservationId"])
+            raise
+        return (
             [bytes.fromhex(h) for h in c["committed"]],
-            [bytes.fromhex(h) for h in r["alreadyStored"]] + [bytes.fromhex(h) for h in c["alreadyStored"]],
+            [bytes.fromhex(h) for h in c["alreadyStored"]],  # the reservation's too
             [(bytes.fromhex(f["hash"]), f["reason"]) for f in c["failed"]],
         )
+
+    def _cancel(self, reservation_id: str) -> None:
+        try:
+            self.client.cancel(reservation_id)
+        except KvStoreError:
+            pass  # committed, or expired on its own: nothing is held either way
 
     # ------------------------------------------------------------------ load
 
     def load(self, namespace: str, hashes: Sequence[bytes], out: Sequence[Any]) -> int:
         """Copies the leading stored blocks of ``hashes`` into ``out`` (per hash a writable buffer, or a list
-        of buffers that together are one) and
-        returns how many: every one copied was checked against its CRC32C. A block that fails its check
-        ends the count there (its buffer holds garbage; the caller recomputes from that block on)."""
+        of buffers that together are one) and returns how many: every one copied was checked against its
+        CRC32C. A block that fails its check ends the count there (its buffer holds garbage; the caller
+        recomputes from that block on). Every lease taken is released before it returns."""
         if not hashes:
             return 0
         ns = _q(namespace)
-        r = self.client.request_json(
-            "POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [_hex(h) for h in hashes]}
-        )
-        lease_id = r.get("leaseId")
-        if lease_id is None:
-            return 0
+        outs = [_parts(out[i]) for i in range(len(hashes))]
+        steps = _steps([sum(p.nbytes for p in ps) for ps in outs])
+        leasing: List[Future] = []  # leasing[m]: step m + 1, leased on a control thread ahead of its copies
+        if len(steps) > 1:
+            leasing.append(self._control.submit(self._lease, ns, hashes, steps[1]))
+        taken = 0  # how many of ``leasing`` were waited for (their leases are released below)
+        releasing: List[Future] = []
+        sums = Checksums(overlap=True)
+        expected: List[Optional[int]] = []  # per block handed over, in order: its CRC32C, None over HTTP
+        http_ok = 0  # of the blocks fetched over HTTP (the last ones handed over), how many arrived
         try:
-            mem = self._region(r["regionId"])
-            locations = r["locations"]
-            local = 0  # the leading blocks that lie in the mapped tier; the rest come over HTTP
-            while local < len(locations) and locations[local].get("offset") is not None:
-                local += 1
-            # copy each out, then take the CRC32C of the copy (what the caller gets) on the helper thread
-            # while the next blocks are copied; count the leading ones that match
-            sums = Checksums(overlap=local > 1)
-            for i in range(local):
-                off, length = locations[i]["offset"], locations[i]["length"]
-                pieces = _pieces(out[i], length, "the buffer has {have} bytes, the block has {want}")
-                copy_out(mem[off : off + length], pieces)
-                sums.add(pieces)
-            loaded = 0
-            for loc, crc in zip(locations, sums.results()):
-                if crc != loc["crc32c"]:
-                    return loaded
-                loaded += 1
-            remote = list(range(local, len(locations)))
-            if remote:
-                want = [hashes[i] for i in remote]
+            for j, step in enumerate(steps):
+                if j == 0:
+                    r = self._lease(ns, hashes, step)
+                else:
+                    taken += 1
+                    r = leasing[j - 1].result()
+                lease_id = r.get("leaseId")
+                if lease_id is None:
+                    break
+                locations = r["locations"]
+                whole = len(locations) == len(step)
+                if whole and j >= 1 and j + 1 < len(steps):  # the next step is leased while this one is copied
+                    leasing.append(self._control.submit(self._lease, ns, hashes, steps[j + 1]))
                 try:
-                    self.client.fetch(namespace, want, out=[out[i] for i in remote])
-                except NotFound:
-                    return loaded
-                loaded += len(remote)
+                    mem = self._region(r["regionId"])
+                    k = 0
+                    while k < len(locations) and locations[k].get("offset") is not None:
+                        off, length = locations[k]["offset"], locations[k]["length"]
+                        dst = outs[step[k]]
+                        _size_check(dst, length, "the buffer has {have} bytes, the block has {want}")
+                        copy_out(mem[off : off + length], dst)
+                        sums.add(dst)
+                        expected.append(locations[k]["crc32c"])
+                        k += 1
+                    if k < len(locations):  # the rest of this lease lies outside the mapped tier: over HTTP
+                        remote = [step[x] for x in range(k, len(locations))]
+                        try:
+                            got = self.client.fetch(namespace, [hashes[i] for i in remote], out=[out[i] for i in remote])
+                        except NotFound:
+                            got = []
+                        expected.append(None)
+                        while http_ok < len(got) and got[http_ok] is not None:
+                            http_ok += 1
+                        break
+                finally:
+                    # the copies are taken (their CRC32Cs are checked on the copies): the lease can go
+                    releasing.append(self._control.submit(self._release, lease_id))
+                if not whole:
+                    break
+        finally:
+            for f in leasing[taken:]:  # leased ahead for steps never copied
+                releasing.append(self._control.submit(self._release_ahead, f))
+        try:
+            loaded = 0
+            crcs = iter(sums.results())
+            for want in expected:
+                if want is None:
+                    loaded += http_ok
+                    break
+                if next(crcs) != want:
+                    break
+                loaded += 1
             return loaded
         finally:
-            try:
-                self.client.release(lease_id)
-            except KvStoreError:
-                pass  # expired, or the service restarted: nothing is held either way
+            for f in releasing:
+                f.result()
+
+    def _lease(self, ns: str, hashes: Sequence[bytes], step: range) -> dict:
+        return self.client.request_json(
+            "POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [_hex(hashes[i]) for i in step]}
+        )
+
+    def _release(self, lease_id: str) -> None:
+        try:
+            self.client.release(lease_id)
+        except KvStoreError:
+            pass  # expired, or the service restarted: nothing is held either way
+
+    def _release_ahead(self, leasing: Future) -> None:
+        try:
+            lease_id = leasing.result().get("leaseId")
+        except Exception:  # noqa: BLE001 - the lease itself failed: nothing is held
+            return
+        if lease_id is not None:
+            self._release(lease_id)
 
     def fetch(self, namespace: str, hashes: Sequence[bytes], out: Optional[Sequence[Any]] = None) -> List[Any]:
         """Like ``KvStoreClient.fetch``: every block or NotFound / ChecksumMismatch; new numpy arrays unless ``out``."""
@@ -296,6 +444,12 @@ class HttpDataPath:
             return StoreResult([], [], [])
         self.client.store(namespace, blocks)
         return StoreResult([bytes(b.hash) for b in blocks], [], [])
+
+    def store_async(
+        self, namespace: str, blocks: Sequence[Block], timeout_seconds: Optional[int] = None
+    ) -> "Future[StoreResult]":
+        """:meth:`store`, done when it returns (HTTP sends the bytes with the request)."""
+        return _done(self.store(namespace, blocks, timeout_seconds))
 
     def load(self, namespace: str, hashes: Sequence[bytes], out: Sequence[Any]) -> int:
         for _ in range(2):
