@@ -128,13 +128,19 @@ public final class ClusterRouter {
             Member self = null;
             for (var e : asked.entrySet()) {
                 Member member = e.getKey();
-                Peer peer = peers.of(member);
-                if (peer instanceof LocalPeer) {
-                    self = member;
-                    continue;
+                switch (peers.of(member)) {
+                    case LocalPeer _ -> self = member;
+                    case RemotePeer remote -> {
+                        // sent from this thread; the HTTP client completes it, and this thread waits for all below
+                        long sent = System.nanoTime();
+                        calls.put(
+                                member,
+                                remote.probeAsync(
+                                                caller, namespace, e.getValue().of(hashes), lease)
+                                        .whenComplete((probe, error) ->
+                                                metrics.peerProbe(member.name(), System.nanoTime() - sent)));
+                    }
                 }
-                List<BlockHash> theirs = e.getValue().of(hashes);
-                calls.put(member, pool.submit(() -> timedProbe(peer, caller, namespace, theirs, lease)));
             }
             if (self != null) {
                 // this node's share is looked up here, while the other nodes answer theirs
@@ -230,17 +236,6 @@ public final class ClusterRouter {
                 out[k] = hashes.get(at[k]);
             }
             return List.of(out);
-        }
-    }
-
-    /** A probe of another node, its round trip recorded per node ({@code kvstore_cluster_probe_seconds}). */
-    private Peer.Probe timedProbe(Peer peer, Caller caller, String namespace, List<BlockHash> theirs, boolean lease)
-            throws IOException {
-        long start = System.nanoTime();
-        try {
-            return peer.probe(caller, namespace, theirs, lease);
-        } finally {
-            metrics.peerProbe(peer.member().name(), System.nanoTime() - start);
         }
     }
 

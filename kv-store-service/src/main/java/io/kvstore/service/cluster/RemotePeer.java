@@ -16,6 +16,9 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -63,10 +66,43 @@ public final class RemotePeer implements Peer {
 
     @Override
     public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
-        byte[] answer = send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:probe")
+        try {
+            return probeAsync(caller, namespace, hashes, lease).get();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new PeerException(503, "interrupted while calling node " + member.name(), e);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
+        }
+    }
+
+    /**
+     * The probe, sent without a thread of its own: the HTTP client's threads complete the future with the
+     * answer, which fails with a {@link PeerException} as {@link #probe} would throw. A cluster lookup sends
+     * its probes this way and waits for them on its own request thread, so an answer reaches it through one
+     * hand-off instead of waking a virtual thread per probe first (on a busy node each wake-up queues behind
+     * every other request's work).
+     */
+    CompletableFuture<Probe> probeAsync(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) {
+        HttpRequest request = request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:probe")
                 .header("Content-Type", "application/octet-stream")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(ProbeWire.request(hashes, lease))));
-        return ProbeWire.parseAnswer(answer, hashes.size(), json);
+                .POST(HttpRequest.BodyPublishers.ofByteArray(ProbeWire.request(hashes, lease)))
+                .build();
+        return http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).handle((response, error) -> {
+            try {
+                if (error != null) {
+                    Throwable cause =
+                            error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
+                    if (cause instanceof IOException io) {
+                        throw unreachable(io);
+                    }
+                    throw new CompletionException(cause);
+                }
+                return ProbeWire.parseAnswer(body(response), hashes.size(), json);
+            } catch (PeerException e) {
+                throw new CompletionException(e);
+            }
+        });
     }
 
     @Override
@@ -170,12 +206,20 @@ public final class RemotePeer implements Peer {
         try {
             response = http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
         } catch (IOException e) {
-            throw new PeerException(
-                    503, "node " + member.name() + " (" + member.address() + ") is unreachable: " + e, e);
+            throw unreachable(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new PeerException(503, "interrupted while calling node " + member.name(), e);
         }
+        return body(response);
+    }
+
+    private PeerException unreachable(IOException e) {
+        return new PeerException(503, "node " + member.name() + " (" + member.address() + ") is unreachable: " + e, e);
+    }
+
+    /** The body of a 2xx answer; any other status as a {@link PeerException} carrying the peer's detail. */
+    private byte[] body(HttpResponse<byte[]> response) throws PeerException {
         int status = response.statusCode();
         if (status / 100 == 2) {
             return response.body();
