@@ -182,7 +182,7 @@ def main():
         print()
         print("| block | numpy copy | shm store | shm store (sync) | shm fetch | HTTP store | HTTP fetch | Redis SET | "
               "Redis GET | shm store / copy | shm fetch / copy | shm / HTTP store | shm / HTTP fetch |")
-        print("|---|" + "---|" * 13)
+        print("|---|" + "---|" * 12)
         for size, x in rows:
             print(f"| {size // 1024} KiB | {x['numpy copy']:.2f} | {x['shm store']:.2f} | {x['shm store sync']:.2f} | "
                   f"{x['shm fetch']:.2f} | "
