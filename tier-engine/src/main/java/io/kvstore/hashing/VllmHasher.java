@@ -4,9 +4,6 @@ import io.kvstore.block.BlockHash;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.security.DigestException;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
@@ -31,7 +28,8 @@ import net.openhft.hashing.LongTupleHashFunction;
  *   <li>{@code request_block_hasher}: only full blocks are hashed.
  * </ul>
  *
- * <p>Speed: each thread keeps one digest and one encoding buffer. A block's message is written straight
+ * <p>Speed: each thread keeps one digest (SHA-256 through OpenSSL's libcrypto where it loads, {@link
+ * Sha256Digester}) and one encoding buffer. A block's message is written straight
  * into the buffer (token ids without a branch on their size), its digest is written where the next
  * block's message needs its parent, and copied once into the block's {@link BlockHash}; the extra keys of
  * blocks that share them are encoded once per prompt. Hashing a prompt allocates the resulting hashes and
@@ -97,6 +95,11 @@ public final class VllmHasher implements BlockHasher {
         return scheme;
     }
 
+    /** Which SHA-256 the {@code sha256} schemes use here (libcrypto, or the JDK's and why), for the start-up log. */
+    public static String sha256Implementation() {
+        return Sha256Digester.describe();
+    }
+
     /** vLLM's {@code NONE_HASH} for this seed: the parent of every prompt's first block. */
     public BlockHash noneHash() {
         return BlockHash.of(noneHash);
@@ -112,15 +115,29 @@ public final class VllmHasher implements BlockHasher {
             return List.of();
         }
         Scratch scratch = SCRATCH.get();
-        Fragments fragments = new Fragments();
         BlockHash[] hashes = new BlockHash[blocks];
+        Prompt prompt = new Prompt(sha256, noneHash, tokenIds, blockSize, blocks, perBlock, new Fragments(), hashes);
         if (pickle) {
-            scratch.pickledPrompt(sha256, noneHash, tokenIds, blockSize, blocks, perBlock, fragments, hashes);
+            scratch.pickledPrompt(prompt);
         } else {
-            scratch.cborPrompt(sha256, noneHash, tokenIds, blockSize, blocks, perBlock, fragments, hashes);
+            scratch.cborPrompt(prompt);
         }
         return Collections.unmodifiableList(Arrays.asList(hashes));
     }
+
+    /**
+     * One prompt's hashing job: the digest ({@code sha256} or XXH3-128), the first block's parent, the
+     * token ids, the number of full blocks, their extra keys, and where each block's hash goes.
+     */
+    private record Prompt(
+            boolean sha256,
+            byte[] noneHash,
+            int[] tokens,
+            int blockSize,
+            int blocks,
+            VllmBlockKeys perBlock,
+            Fragments fragments,
+            BlockHash[] out) {}
 
     /**
      * One block's {@code extra_keys}, encoded once; a pickle fragment is written as it follows the parent
@@ -168,21 +185,13 @@ public final class VllmHasher implements BlockHasher {
         static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
         static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
-        final MessageDigest sha;
+        final Sha256Digester sha = Sha256Digester.create();
         final LongTupleHashFunction xxh128 = LongTupleHashFunction.xx128();
         final long[] xxhResult = new long[2];
         final byte[] shaOut = new byte[32];
         final byte[] xxhOut = new byte[16];
         final Pickle pickler = new Pickle();
         byte[] buf = new byte[256];
-
-        Scratch() {
-            try {
-                sha = MessageDigest.getInstance("SHA-256");
-            } catch (NoSuchAlgorithmException e) {
-                throw new IllegalStateException("this JDK has no SHA-256 MessageDigest", e);
-            }
-        }
 
         /**
          * The digest of {@code data[0, length)}: SHA-256, or XXH3-128 in {@code xxh3_128_digest}'s byte
@@ -198,12 +207,7 @@ public final class VllmHasher implements BlockHasher {
         /** Writes the digest of {@code data[0, length)} to {@code out[at, at + 32 or 16)}. */
         void digestInto(boolean sha256, byte[] data, int length, byte[] out, int at) {
             if (sha256) {
-                sha.update(data, 0, length);
-                try {
-                    sha.digest(out, at, 32);
-                } catch (DigestException e) {
-                    throw new IllegalStateException("SHA-256 digest into a 32-byte range failed", e);
-                }
+                sha.digest(data, length, out, at);
             } else {
                 xxh128.hashBytes(data, 0, length, xxhResult);
                 LONG_BE.set(out, at, xxhResult[1]);
@@ -212,27 +216,23 @@ public final class VllmHasher implements BlockHasher {
         }
 
         /**
-         * Hashes blocks {@code [0, blocks)} of a prompt with the pickle schemes: each block's {@code
+         * Hashes the blocks of a prompt with the pickle schemes: each block's {@code
          * pickle.dumps((parent, tuple(tokens), extra_keys), protocol=5)} is written straight into this
          * scratch's buffer and digested there. The message starts with the same 13 bytes every time
          * ({@code PROTO 5}, the {@code FRAME} opcode and its length, {@code SHORT_BINBYTES} and the
          * parent's length), so only the frame length is patched per block; each digest is written
          * into the parent's place, where the next block needs it, and copied once into its result.
          */
-        void pickledPrompt(
-                boolean sha256,
-                byte[] noneHash,
-                int[] tokens,
-                int blockSize,
-                int blocks,
-                VllmBlockKeys perBlock,
-                Fragments fragments,
-                BlockHash[] out) {
+        void pickledPrompt(Prompt prompt) {
+            int[] tokens = prompt.tokens();
+            int blockSize = prompt.blockSize();
+            byte[] noneHash = prompt.noneHash();
+            BlockHash[] out = prompt.out();
             int hashLength = noneHash.length;
             boolean primed = false; // whether buf holds the constant header and the parent
-            for (int b = 0; b < blocks; b++) {
+            for (int b = 0; b < prompt.blocks(); b++) {
                 int start = b * blockSize;
-                Fragment extra = fragments.of(perBlock, b, start, start + blockSize);
+                Fragment extra = prompt.fragments().of(prompt.perBlock(), b, start, start + blockSize);
                 // PROTO, FRAME header, bytes + MEMOIZE, MARK, tokens (at most 5 bytes each), TUPLE + MEMOIZE,
                 // keys, TUPLE3 + MEMOIZE + STOP
                 long frame = 2L + hashLength + 1 + 1 + 5L * blockSize + 2 + extra.bytes.length + 3;
@@ -246,7 +246,7 @@ public final class VllmHasher implements BlockHasher {
                     p.save(extra.keys);
                     p.closeTuple(3);
                     p.finish();
-                    out[b] = BlockHash.of(digest(sha256, p.buf, p.pos));
+                    out[b] = BlockHash.of(digest(prompt.sha256(), p.buf, p.pos));
                     primed = false;
                     continue;
                 }
@@ -268,7 +268,7 @@ public final class VllmHasher implements BlockHasher {
                 int end = pickleBody(buf, PARENT_AT + hashLength, tokens, start, blockSize, extra.bytes);
                 LONG_LE.set(buf, FRAME_AT, (long) (end - (FRAME_AT + 8)));
                 // the digest takes the parent's place, where the next block needs it
-                digestInto(sha256, buf, end, buf, PARENT_AT);
+                digestInto(prompt.sha256(), buf, end, buf, PARENT_AT);
                 out[b] = BlockHash.of(buf, PARENT_AT, hashLength);
             }
         }
@@ -310,30 +310,24 @@ public final class VllmHasher implements BlockHasher {
         }
 
         /**
-         * Hashes blocks {@code [0, blocks)} of a prompt with the CBOR schemes: each block's {@code
+         * Hashes the blocks of a prompt with the CBOR schemes: each block's {@code
          * cbor2.dumps((parent, tuple(tokens), extra_keys), canonical=True)} is written into this scratch's
          * buffer and digested there, the digest taking the parent's place for the next block as in {@link
          * #pickledPrompt}; the array and byte-string heads before the parent never change.
          */
-        void cborPrompt(
-                boolean sha256,
-                byte[] noneHash,
-                int[] tokens,
-                int blockSize,
-                int blocks,
-                VllmBlockKeys perBlock,
-                Fragments fragments,
-                BlockHash[] out) {
-            int hashLength = noneHash.length;
+        void cborPrompt(Prompt prompt) {
+            int blockSize = prompt.blockSize();
+            BlockHash[] out = prompt.out();
+            int hashLength = prompt.noneHash().length;
             int parentAt = CanonicalCbor.writeHead(buf, 1, CanonicalCbor.BYTES, hashLength);
             int tokensAt = parentAt + hashLength;
-            for (int b = 0; b < blocks; b++) {
+            for (int b = 0; b < prompt.blocks(); b++) {
                 int start = b * blockSize;
-                byte[] extra = fragments.of(perBlock, b, start, start + blockSize).bytes;
+                byte[] extra = prompt.fragments().of(prompt.perBlock(), b, start, start + blockSize).bytes;
                 // a token's 8-byte store may run 7 bytes past its last byte
                 int need = tokensAt + CanonicalCbor.headLength(blockSize) + 5 * blockSize + extra.length + 8;
                 if (buf.length < need || b == 0) {
-                    byte[] parent = b == 0 ? noneHash : out[b - 1].toBytes();
+                    byte[] parent = b == 0 ? prompt.noneHash() : out[b - 1].toBytes();
                     if (buf.length < need) {
                         buf = new byte[Math.max(need, 2 * buf.length)];
                     }
@@ -342,10 +336,10 @@ public final class VllmHasher implements BlockHasher {
                     System.arraycopy(parent, 0, buf, parentAt, hashLength);
                 }
                 int pos = CanonicalCbor.writeHead(buf, tokensAt, CanonicalCbor.ARRAY, blockSize);
-                pos = cborTokens(buf, pos, tokens, start, blockSize);
+                pos = cborTokens(buf, pos, prompt.tokens(), start, blockSize);
                 System.arraycopy(extra, 0, buf, pos, extra.length);
                 pos += extra.length;
-                digestInto(sha256, buf, pos, buf, parentAt);
+                digestInto(prompt.sha256(), buf, pos, buf, parentAt);
                 out[b] = BlockHash.of(buf, parentAt, hashLength);
             }
         }

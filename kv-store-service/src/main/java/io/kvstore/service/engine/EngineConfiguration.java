@@ -4,6 +4,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
+import io.kvstore.hashing.VllmHasher;
 import io.kvstore.nixl.DevicePathChoice;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.BodySizeLimitFilter;
@@ -140,7 +141,10 @@ public class EngineConfiguration {
         // with the tier in a shared file, UCX registers that memory rather than allocating its own
         transport.attach(dramTier);
         LoggerFactory.getLogger(EngineConfiguration.class)
-                .info("block checksums: CRC32C by {}", Checksums.implementation());
+                .info(
+                        "block checksums: CRC32C by {}; vLLM block hashes: {}",
+                        Checksums.implementation(),
+                        VllmHasher.sha256Implementation());
         return engine;
     }
 
