@@ -250,12 +250,21 @@ class LocalDataPath:
         ns = _q(namespace)
         pieces = [_parts(b.data) for b in blocks]
         steps = _steps([sum(p.nbytes for p in ps) for ps in pieces])
-        reserving = [self._control.submit(self._reserve, ns, blocks, steps[0], timeout_seconds)]
+        # the first step is reserved on this thread (no hand-over on the critical path); the second at the
+        # same time on a control thread
+        reserving: List[Future] = [Future()]
+        if len(steps) > 1:
+            reserving.append(self._control.submit(self._reserve, ns, blocks, steps[1], timeout_seconds))
         closing: List[Future] = []  # per step whose slots were filled: its commit (or cancel when empty)
         try:
             for j, step in enumerate(steps):
+                if j == 0:
+                    try:
+                        reserving[0].set_result(self._reserve(ns, blocks, step, timeout_seconds))
+                    except BaseException as e:
+                        reserving[0].set_exception(e)
                 r = reserving[j].result()
-                if j + 1 < len(steps):  # the next step's slots are reserved while this one is copied
+                if j >= 1 and j + 1 < len(steps):  # the next step's slots are reserved while this one is copied
                     reserving.append(self._control.submit(self._reserve, ns, blocks, steps[j + 1], timeout_seconds))
                 try:
                     mem = self._region(r["regionId"])
@@ -275,7 +284,7 @@ class LocalDataPath:
             for f in reserving[len(closing) :]:
                 try:
                     self._cancel(f.result()["reservationId"])
-                except Exception:  # noqa: BLE001 - the reserve itself failed: nothing to give back
+                except BaseException:  # noqa: BLE001 - the reserve itself failed: nothing to give back
                     pass
             for f in closing:
                 try:
