@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./mvnw -q -B -ntp -pl bench -am package -DskipTests
 java -jar bench/target/benchmarks.jar 'io.kvstore.bench.hashing' -f 1 -wi 2 -i 3 -w 2s -r 4s "$@"
-java --sun-misc-unsafe-memory-access=allow -cp bench/target/benchmarks.jar io.kvstore.bench.hashing.HashingCpuTime
+java --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -cp bench/target/benchmarks.jar io.kvstore.bench.hashing.HashingCpuTime
 python3 docs/hashing/bench_cpython.py

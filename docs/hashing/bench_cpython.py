@@ -4,7 +4,7 @@
 One process, the way vLLM's scheduler does it (vllm/v1/core/kv_cache_utils.py): for each full block
 of 16 tokens, hash_fn((parent, tuple(tokens), extra_keys)). Prompts: 32k random token ids below
 152064, as BlockHashingBenchmark; extra keys none, or a LoRA name on every block and a cache salt on
-the first. Prints tokens/s per scheme (best of 5 rounds of 8 prompts), by the wall clock and per
+the first. Prints tokens/s per scheme (best of 20 rounds of 8 prompts), by the wall clock and per
 second of CPU time (process_time), the latter for the load-independent comparison with
 io.kvstore.bench.hashing.HashingCpuTime.
 
@@ -46,7 +46,7 @@ def main():
         for lora, salt in ((None, None), ("sql-lora", "tenant-a")):
             none_hash = fn("0")
             best = best_cpu = 0.0
-            for _ in range(5):
+            for _ in range(20):
                 t = time.perf_counter()
                 c = time.process_time()
                 for p in prompts:
