@@ -584,17 +584,22 @@ final class Mover implements AutoCloseable {
                         return Boolean.FALSE;
                     }
                     writeWithRoom(stack.get(to), entry, record, bytes);
-                    if (addCopy(entry, to, record)) {
-                        stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                        events.promoted(from, to, entry.length());
-                        events.moved(from, to, entry.length(), System.nanoTime() - start);
-                    } else {
-                        stack.get(to).delete(entry.key());
-                    }
+                    publishPromoted(entry, record, from, to, start);
                     return Boolean.TRUE;
                 },
                 null);
         afterInsert(to);
+    }
+
+    /** Announces a promoted copy, or removes it when a delete won the race (the entry is held as a reader). */
+    private void publishPromoted(CatalogEntry entry, BlockRecord record, TierId from, TierId to, long startNanos) {
+        if (addCopy(entry, to, record)) {
+            stack.policy(to).onInsert(entry.key(), entry.parentKey());
+            events.promoted(from, to, entry.length());
+            events.moved(from, to, entry.length(), System.nanoTime() - startNanos);
+        } else {
+            stack.get(to).delete(entry.key());
+        }
     }
 
     /**
@@ -615,13 +620,7 @@ final class Mover implements AutoCloseable {
                 return;
             }
             writeWithRoom(stack.get(to), entry, record.length(), () -> direct.promote(record));
-            if (addCopy(entry, to, record)) {
-                stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                events.promoted(from, to, entry.length());
-                events.moved(from, to, entry.length(), System.nanoTime() - start);
-            } else {
-                stack.get(to).delete(entry.key());
-            }
+            publishPromoted(entry, record, from, to, start);
         } catch (ChecksumMismatchException failed) {
             corrupt = true;
         } catch (DeviceStoragePath.DeviceCopyMismatch arrivedBad) {

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.ToLongFunction;
 
 /**
  * The device tier's blocks to and from the NVMe tier's files through a NIXL storage backend: {@code
@@ -54,25 +55,39 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
 
     @Override
     public void write(long deviceOffset, BlockFile file, long fileOffset, long length) throws IOException {
-        try {
-            copier(file).write(List.of(new TransferSpan(deviceOffset, fileOffset, length)));
-        } catch (RuntimeException e) {
-            throw new IOException(
-                    "NIXL " + backend + " write of " + length + " bytes to " + file.path() + " at " + fileOffset
-                            + " failed: " + e.getMessage(),
-                    e);
-        }
+        move(
+                "write",
+                file,
+                fileOffset,
+                length,
+                c -> c.write(List.of(new TransferSpan(deviceOffset, fileOffset, length))));
     }
 
     @Override
     public void read(BlockFile file, long fileOffset, long deviceOffset, long length) throws IOException {
+        move(
+                "read",
+                file,
+                fileOffset,
+                length,
+                c -> c.read(List.of(new TransferSpan(deviceOffset, fileOffset, length))));
+    }
+
+    /** Runs one request on the file's copier; its failure as an IOException naming the request. */
+    private void move(String what, BlockFile file, long fileOffset, long length, ToLongFunction<NixlFileCopier> request)
+            throws IOException {
+        long moved;
         try {
-            copier(file).read(List.of(new TransferSpan(deviceOffset, fileOffset, length)));
+            moved = request.applyAsLong(copier(file));
         } catch (RuntimeException e) {
             throw new IOException(
-                    "NIXL " + backend + " read of " + length + " bytes from " + file.path() + " at " + fileOffset
+                    "NIXL " + backend + " " + what + " of " + length + " bytes at " + fileOffset + " of " + file.path()
                             + " failed: " + e.getMessage(),
                     e);
+        }
+        if (moved != length) {
+            throw new IOException("NIXL " + backend + " " + what + " at " + fileOffset + " of " + file.path()
+                    + " moved " + moved + " of " + length + " bytes");
         }
     }
 
