@@ -330,7 +330,7 @@ public final class HttpLoad {
         return new long[] {store, fetch, redisSet, redisGet};
     }
 
-    private static void frame(DataOutputStream out, BlockHash hash, BlockHash parent, byte[] block) throws IOException {
+    static void frame(DataOutputStream out, BlockHash hash, BlockHash parent, byte[] block) throws IOException {
         out.writeByte(hash.length());
         out.write(hash.toBytes());
         if (parent == null) {
