@@ -18,6 +18,20 @@ class BlockHashTest {
         assertThat(a.hashCode()).isEqualTo(b.hashCode()).isEqualTo(c.hashCode());
     }
 
+    /** vLLM's integer form of a hash in KV events: {@code int.from_bytes(hash[-8:], "big")}. */
+    @Test
+    void lastLongIsTheLastEightBytesBigEndian() {
+        byte[] sha = new byte[32];
+        for (int i = 0; i < sha.length; i++) {
+            sha[i] = (byte) (0xE0 + i); // the last 8 are 0xF8..0xFF: negative as a signed long
+        }
+        assertThat(BlockHash.of(sha).lastLong()).isEqualTo(0xF8F9FAFBFCFDFEFFL);
+        assertThat(BlockHash.ofLong(0x0123_4567_89AB_CDEFL).lastLong()).isEqualTo(0x0123_4567_89AB_CDEFL);
+        assertThat(BlockHash.ofHex("0a0b").lastLong())
+                .as("shorter than 8 bytes: all of them")
+                .isEqualTo(0x0a0bL);
+    }
+
     /**
      * Consecutive small ids (what a test client or a naive engine sends) must not cluster: with
      * {@code Arrays.hashCode} 4,096 consecutive ids fell into a few hundred of 4,096 buckets.

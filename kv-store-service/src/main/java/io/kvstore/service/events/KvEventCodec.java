@@ -270,13 +270,4 @@ public final class KvEventCodec {
             }
         }
     }
-
-    /** vLLM's integer block hash: the last 8 bytes of the hash, big-endian ({@code int.from_bytes & 2^64-1}). */
-    public static long wireHash(byte[] hash) {
-        long v = 0;
-        for (int i = Math.max(0, hash.length - 8); i < hash.length; i++) {
-            v = (v << 8) | (hash[i] & 0xFF);
-        }
-        return v;
-    }
 }

@@ -69,7 +69,7 @@ final class EventLedger {
         for (BlockKey key : keys) {
             var info = engine.info(key);
             if (key.namespace().equals(namespace) && info != null && info.residentIn(tier)) {
-                out.add(KvEventCodec.wireHash(key.hash().toBytes()));
+                out.add(key.hash().lastLong());
             }
         }
         return out;
