@@ -11,7 +11,6 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -39,17 +38,13 @@ class EndToEndTest {
                         "--kvstore.tiers.nvme.io-threads=2");
     }
 
-    private static Http http(ConfigurableApplicationContext app) {
-        return new Http(((WebServerApplicationContext) app).getWebServer().getPort());
-    }
-
     @Test
     void prefixStoredOverHttpSurvivesDemotionAndRestartByteExact() throws Exception {
         int[] tokens = TestLayout.tokens(64, 1);
         List<BlockHash> hashes = TestLayout.hashes(tokens);
         List<byte[]> blocks = TestLayout.blocks(64, 2);
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             assertThat(http.json("PUT", "/v1/namespaces/llama", TestLayout.declaration("llama-3-8b"))
                             .statusCode())
                     .isEqualTo(201);
@@ -91,7 +86,7 @@ class EndToEndTest {
                     .containsPattern("kvstore_demotions_total\\{[^}]*\\} [1-9]");
         }
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             assertThat(http.get("/v1/namespaces/llama").statusCode()).isEqualTo(200);
             var again = http.json(
                     "POST",
@@ -105,7 +100,7 @@ class EndToEndTest {
     @Test
     void storeAnswers507WhenEveryTierIsFullOfPinnedBlocks() throws Exception {
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             http.json("PUT", "/v1/namespaces/full", TestLayout.declaration("m"));
             int status = 200;
             String body = "";

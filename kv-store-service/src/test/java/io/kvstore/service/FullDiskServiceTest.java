@@ -16,7 +16,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.springframework.boot.builder.SpringApplicationBuilder;
-import org.springframework.boot.web.server.context.WebServerApplicationContext;
 import org.springframework.context.ConfigurableApplicationContext;
 
 /**
@@ -67,17 +66,13 @@ class FullDiskServiceTest {
                         "--kvstore.tiers.nvme.io-threads=2");
     }
 
-    private static Http http(ConfigurableApplicationContext app) {
-        return new Http(((WebServerApplicationContext) app).getWebServer().getPort());
-    }
-
     @Test
     void aFullFilesystemDegradesTheServiceButLosesNothingSilently() throws Exception {
         mountSmallFilesystem();
         int batches = 8; // 8 x 32 blocks of 16 KiB = 4 MiB, more than the filesystem holds
         int perBatch = 32;
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             assertThat(http.json("PUT", "/v1/namespaces/llama", TestLayout.declaration("m"))
                             .statusCode())
                     .isEqualTo(201);
@@ -149,7 +144,7 @@ class FullDiskServiceTest {
             filler.truncate(filler.size() - 256 * 1024);
         }
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             assertThat(http.get("/v1/namespaces/fresh").statusCode()).isEqualTo(404);
             assertThat(http.get("/v1/namespaces/spare").statusCode()).isEqualTo(200);
             assertThat(http.get("/v1/namespaces/llama").statusCode()).isEqualTo(200);
@@ -163,7 +158,7 @@ class FullDiskServiceTest {
                     .isEqualTo(200);
         }
         try (var app = start()) {
-            Http http = http(app);
+            Http http = Http.of(app);
             assertThat(http.get("/v1/namespaces/fresh").statusCode()).isEqualTo(200);
             assertThat(http.get("/v1/namespaces/spare").statusCode()).isEqualTo(404);
         }

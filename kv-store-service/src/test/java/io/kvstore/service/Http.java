@@ -9,6 +9,8 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
+import org.springframework.boot.web.server.context.WebServerApplicationContext;
+import org.springframework.context.ConfigurableApplicationContext;
 
 /** A small HTTP client for tests against the real server, and the block framing written by hand. */
 final class Http {
@@ -19,6 +21,11 @@ final class Http {
 
     Http(int port) {
         this.base = "http://127.0.0.1:" + port;
+    }
+
+    /** A client of the service {@code app} runs (started with {@code --server.port=0}). */
+    static Http of(ConfigurableApplicationContext app) {
+        return new Http(((WebServerApplicationContext) app).getWebServer().getPort());
     }
 
     HttpResponse<String> send(String method, String path, String contentType, String body, String... headers)

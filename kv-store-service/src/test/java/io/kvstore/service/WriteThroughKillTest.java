@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvstore.block.BlockHash;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,29 +23,15 @@ class WriteThroughKillTest {
     private static final int BATCH = 4;
     private static final int TOTAL = 400;
 
-    private static int freePort() throws Exception {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
     private static Process start(Path dir, int port) throws Exception {
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        return new ProcessBuilder(
-                        java,
-                        "--enable-native-access=ALL-UNNAMED",
-                        "-Xmx256m",
-                        "-XX:TieredStopAtLevel=1",
-                        "-cp",
-                        System.getProperty("java.class.path"),
-                        "io.kvstore.service.KvStoreApplication",
+        return new ProcessBuilder(ServiceProcesses.command(List.of(
                         "--server.port=" + port,
                         "--kvstore.data-dir=" + dir.resolve("data"),
                         "--kvstore.tiers.dram.capacity=2MB",
                         "--kvstore.tiers.dram.slab-size=256KB",
                         "--kvstore.tiers.nvme.capacity=64MB",
                         "--kvstore.tiers.nvme.file-size=8MB",
-                        "--kvstore.tiers.nvme.slab-size=256KB")
+                        "--kvstore.tiers.nvme.slab-size=256KB")))
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(
                         dir.resolve("service.log").toFile()))
@@ -75,7 +60,7 @@ class WriteThroughKillTest {
         Path dir = TempDirs.create("kvstore-write-through-kill");
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(TOTAL, 5));
         List<byte[]> blocks = TestLayout.blocks(TOTAL, 5);
-        int port = freePort();
+        int port = ServiceProcesses.freePort();
         Process service = start(dir, port);
         AtomicInteger acknowledged = new AtomicInteger();
         try {
@@ -119,7 +104,7 @@ class WriteThroughKillTest {
         int acked = acknowledged.get();
         assertThat(acked).isGreaterThanOrEqualTo(TOTAL / 3);
 
-        int port2 = freePort();
+        int port2 = ServiceProcesses.freePort();
         Process restarted = start(dir, port2);
         try {
             Http http = awaitUp(restarted, port2);

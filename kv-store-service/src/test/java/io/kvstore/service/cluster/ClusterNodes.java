@@ -2,6 +2,7 @@ package io.kvstore.service.cluster;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.service.KvStoreApplication;
+import io.kvstore.service.ServiceProcesses;
 import io.kvstore.service.blocks.BlockFrames;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -72,7 +73,7 @@ final class ClusterNodes {
     }
 
     static Node start(String etcd, String name, Path dir, String prefix, String... extra) throws IOException {
-        int port = EtcdServer.freePort();
+        int port = ServiceProcesses.freePort();
         List<String> args = new ArrayList<>(args(etcd, name, port, dir.resolve(name), prefix));
         args.addAll(List.of(extra));
         var context = new SpringApplicationBuilder(KvStoreApplication.class).run(args.toArray(String[]::new));

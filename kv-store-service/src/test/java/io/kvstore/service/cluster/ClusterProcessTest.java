@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.kvstore.block.BlockHash;
+import io.kvstore.service.ServiceProcesses;
 import java.io.IOException;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
@@ -44,18 +45,10 @@ class ClusterProcessTest {
     @BeforeAll
     static void startCluster() throws Exception {
         etcd = new EtcdServer(dir).start();
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         for (String name : List.of("a", "b", "c")) {
-            int port = EtcdServer.freePort();
-            List<String> command = new ArrayList<>(List.of(
-                    java,
-                    "--enable-native-access=ALL-UNNAMED",
-                    "-Xmx256m",
-                    "-XX:TieredStopAtLevel=1",
-                    "-cp",
-                    System.getProperty("java.class.path"),
-                    "io.kvstore.service.KvStoreApplication"));
-            command.addAll(ClusterNodes.args(etcd.endpoint(), name, port, dir.resolve(name), "/pt/"));
+            int port = ServiceProcesses.freePort();
+            List<String> command =
+                    ServiceProcesses.command(ClusterNodes.args(etcd.endpoint(), name, port, dir.resolve(name), "/pt/"));
             processes.put(
                     name,
                     new ProcessBuilder(command)

@@ -1,7 +1,7 @@
 package io.kvstore.service.cluster;
 
+import io.kvstore.service.ServiceProcesses;
 import java.io.IOException;
-import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,8 +32,8 @@ final class EtcdServer implements AutoCloseable {
                 ? Files.createTempDirectory(shm, "kvstore-etcd-")
                 : dir.resolve("etcd-data");
         this.log = dir.resolve("etcd.log");
-        this.clientPort = freePort();
-        this.peerPort = freePort();
+        this.clientPort = ServiceProcesses.freePort();
+        this.peerPort = ServiceProcesses.freePort();
     }
 
     String endpoint() {
@@ -98,12 +98,6 @@ final class EtcdServer implements AutoCloseable {
             } catch (IOException e) {
                 // best effort: a leftover directory in /dev/shm is small and harmless
             }
-        }
-    }
-
-    static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }

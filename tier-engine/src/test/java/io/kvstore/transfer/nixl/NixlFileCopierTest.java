@@ -11,7 +11,6 @@ import io.kvstore.tier.device.CudaDeviceCopier;
 import io.kvstore.transfer.TransferSpan;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -33,16 +32,6 @@ class NixlFileCopierTest {
 
     @TempDir
     Path dir;
-
-    private static void fill(MemorySegment segment, long seed) {
-        long x = seed;
-        for (long i = 0; i < segment.byteSize(); i += 8) {
-            x ^= x << 13;
-            x ^= x >>> 7;
-            x ^= x << 17;
-            segment.set(ValueLayout.JAVA_LONG_UNALIGNED, i, x);
-        }
-    }
 
     private static ByteBuffer fileBytes(Path file, long offset, long length) throws Exception {
         try (FileChannel ch = FileChannel.open(file)) {
@@ -67,7 +56,7 @@ class NixlFileCopierTest {
             MemorySegment region = arena.allocate(2 * bytes, 4096);
             MemorySegment source = region.asSlice(0, bytes);
             MemorySegment back = region.asSlice(bytes, bytes);
-            fill(source, 7);
+            Patterns.fill(source, 7);
             try (NixlFileCopier copier = new NixlFileCopier(
                     "kvstore-file-copier", "POSIX", Nixl.DRAM_SEG, region, 0, fd, bytes, Duration.ofSeconds(60))) {
                 assertThat(copier.backend()).isEqualTo("POSIX");
@@ -115,7 +104,7 @@ class NixlFileCopierTest {
                 CudaDeviceCopier device = new CudaDeviceCopier(0, 2 * bytes)) {
             LibC.fallocate(fd, 0, bytes, path.toString());
             MemorySegment host = arena.allocate(bytes, 4096);
-            fill(host, 11);
+            Patterns.fill(host, 11);
             device.toDevice(host, 0);
             try (NixlFileCopier copier = new NixlFileCopier(
                     "kvstore-gds-copier",

@@ -16,7 +16,6 @@ import io.kvstore.transfer.TransferResult;
 import io.kvstore.transfer.TransferSpan;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -49,16 +48,6 @@ class NixlTransferEngineTest {
         return crc.getValue();
     }
 
-    private static void fill(MemorySegment segment, long seed) {
-        long x = seed;
-        for (long i = 0; i < segment.byteSize(); i += 8) {
-            x ^= x << 13;
-            x ^= x >>> 7;
-            x ^= x << 17;
-            segment.set(ValueLayout.JAVA_LONG_UNALIGNED, i, x);
-        }
-    }
-
     @Test
     void engineWithoutNixlRefusesToStartAndSaysWhy() {
         assumeTrue(!Nixl.availability().available(), "NIXL is present here; the refusal cannot be observed");
@@ -85,7 +74,7 @@ class NixlTransferEngineTest {
             MemorySegment pool = arena.allocate(BLOCK * BLOCKS, 4096);
             MemorySegment source = arena.allocate(BLOCK * BLOCKS, 4096);
             MemorySegment back = arena.allocate(BLOCK * BLOCKS, 4096);
-            fill(source, 3);
+            Patterns.fill(source, 3);
             try (LocalRegion poolRegion = kvstore.register(pool, MemoryKind.DRAM);
                     LocalRegion sourceRegion = engine.register(source, MemoryKind.DRAM);
                     LocalRegion backRegion = engine.register(back, MemoryKind.DRAM)) {
