@@ -124,40 +124,40 @@ public final class ClusterRouter {
                 break;
             }
             earlier.add(round);
-            Map<Member, Future<Peer.Probe>> calls = new LinkedHashMap<>();
+            Map<Member, RemotePeer.SentProbe> calls = new LinkedHashMap<>();
+            Map<Member, Long> sentAt = new HashMap<>();
             Member self = null;
             for (var e : asked.entrySet()) {
                 Member member = e.getKey();
                 switch (peers.of(member)) {
                     case LocalPeer _ -> self = member;
                     case RemotePeer remote -> {
-                        // sent from this thread; the HTTP client completes it, and this thread waits for all below
-                        long sent = System.nanoTime();
+                        // every probe is written before any answer is read; this thread reads them all below
+                        sentAt.put(member, System.nanoTime());
                         calls.put(
                                 member,
-                                remote.probeAsync(
-                                                caller, namespace, e.getValue().of(hashes), lease)
-                                        .whenComplete((probe, error) ->
-                                                metrics.peerProbe(member.name(), System.nanoTime() - sent)));
+                                remote.sendProbe(caller, namespace, e.getValue().of(hashes), lease));
                     }
                 }
             }
             if (self != null) {
                 // this node's share is looked up here, while the other nodes answer theirs
                 List<BlockHash> ours = asked.get(self).of(hashes);
-                java.util.concurrent.CompletableFuture<Peer.Probe> local;
+                RemotePeer.SentProbe local;
                 try {
-                    local = java.util.concurrent.CompletableFuture.completedFuture(
-                            peers.of(peers.self()).probe(caller, namespace, ours, lease));
+                    Peer.Probe answer = peers.of(peers.self()).probe(caller, namespace, ours, lease);
+                    local = () -> answer;
                 } catch (IOException | RuntimeException e) {
-                    local = java.util.concurrent.CompletableFuture.failedFuture(e);
+                    local = () -> {
+                        throw e instanceof PeerException p ? p : new PeerException(500, e.toString(), e);
+                    };
                 }
                 calls.put(self, local);
             }
             Map<Member, Answer> answered = new HashMap<>();
             Map<Member, String[]> tierAt = new HashMap<>();
             for (var e : calls.entrySet()) {
-                Peer.Probe probe = await(e.getKey(), e.getValue(), "lookup");
+                Peer.Probe probe = await(e.getKey(), e.getValue(), sentAt.get(e.getKey()));
                 if (probe == null) {
                     failed.add(e.getKey());
                     continue;
@@ -239,19 +239,20 @@ public final class ClusterRouter {
         }
     }
 
-    private <T> T await(Member member, Future<T> call, String what) {
+    /** A probe's answer, or null (logged) when the node did not answer; a peer's round trip is metered. */
+    private Peer.Probe await(Member member, RemotePeer.SentProbe call, Long sentAt) {
         try {
-            return call.get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return null;
-        } catch (ExecutionException e) {
+            return call.answer();
+        } catch (PeerException e) {
             log.warn(
-                    "cluster {}: node {} did not answer ({}); its blocks count as missing",
-                    what,
+                    "cluster lookup: node {} did not answer ({}); its blocks count as missing",
                     member.name(),
-                    e.getCause().getMessage());
+                    e.getMessage());
             return null;
+        } finally {
+            if (sentAt != null) {
+                metrics.peerProbe(member.name(), System.nanoTime() - sentAt);
+            }
         }
     }
 

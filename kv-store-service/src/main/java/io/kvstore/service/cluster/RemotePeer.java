@@ -15,7 +15,9 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -39,6 +41,7 @@ public final class RemotePeer implements Peer {
     private final String token;
     private final String adminToken;
     private final PeerCredentials credentials;
+    private final PeerHttp probes;
 
     RemotePeer(
             Member member,
@@ -57,6 +60,7 @@ public final class RemotePeer implements Peer {
         this.json = json;
         this.timeout = timeout;
         this.token = token;
+        this.probes = PeerHttp.of(member.address(), timeout);
     }
 
     @Override
@@ -66,27 +70,63 @@ public final class RemotePeer implements Peer {
 
     @Override
     public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
-        try {
-            return probeAsync(caller, namespace, hashes, lease).get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new PeerException(503, "interrupted while calling node " + member.name(), e);
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof IOException io ? io : new IOException(e.getCause());
-        }
+        return sendProbe(caller, namespace, hashes, lease).answer();
+    }
+
+    /** A probe sent to a peer and not yet answered. */
+    interface SentProbe {
+
+        /** Waits for the answer on the calling thread; fails with a {@link PeerException} as {@link #probe} would. */
+        Probe answer() throws PeerException;
     }
 
     /**
-     * The probe, sent without a thread of its own: the HTTP client's threads complete the future with the
-     * answer, which fails with a {@link PeerException} as {@link #probe} would throw. A cluster lookup sends
-     * its probes this way and waits for them on its own request thread, so an answer reaches it through one
-     * hand-off instead of waking a virtual thread per probe first (on a busy node each wake-up queues behind
-     * every other request's work).
+     * Sends the probe and returns before its answer: a cluster lookup sends its probes to every peer first,
+     * looks up its own share, then reads the answers on its own request thread ({@link PeerHttp}: one
+     * keep-alive socket per probe in flight, no hand-off between threads). A peer whose address is not
+     * plain {@code http} is asked through the JDK's HTTP client instead.
      */
-    CompletableFuture<Probe> probeAsync(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) {
-        HttpRequest request = request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:probe")
+    SentProbe sendProbe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) {
+        String path = "/v1/namespaces/" + encode(namespace) + "/blocks:probe";
+        byte[] body = ProbeWire.request(hashes, lease);
+        if (probes == null) {
+            CompletableFuture<Probe> answer = probeAsync(caller, path, body, hashes.size());
+            return () -> {
+                try {
+                    return answer.get();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    throw new PeerException(503, "interrupted while calling node " + member.name(), e);
+                } catch (ExecutionException e) {
+                    throw e.getCause() instanceof PeerException p ? p : unreachable(new IOException(e.getCause()));
+                }
+            };
+        }
+        PeerHttp.Call call;
+        try {
+            call = probes.send("POST", path, headers(caller, "POST", path, token), "application/octet-stream", body);
+        } catch (IOException e) {
+            PeerException failed = unreachable(e);
+            return () -> {
+                throw failed;
+            };
+        }
+        return () -> {
+            PeerHttp.Response response;
+            try {
+                response = call.answer();
+            } catch (IOException e) {
+                throw unreachable(e);
+            }
+            return ProbeWire.parseAnswer(body(response.status(), response.body()), hashes.size(), json);
+        };
+    }
+
+    /** The probe through the JDK's HTTP client, completed by its threads. */
+    private CompletableFuture<Probe> probeAsync(Caller caller, String path, byte[] body, int asked) {
+        HttpRequest request = request(caller, "POST", path)
                 .header("Content-Type", "application/octet-stream")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(ProbeWire.request(hashes, lease)))
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
                 .build();
         return http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).handle((response, error) -> {
             try {
@@ -98,7 +138,7 @@ public final class RemotePeer implements Peer {
                     }
                     throw new CompletionException(cause);
                 }
-                return ProbeWire.parseAnswer(body(response), hashes.size(), json);
+                return ProbeWire.parseAnswer(body(response.statusCode(), response.body()), asked, json);
             } catch (PeerException e) {
                 throw new CompletionException(e);
             }
@@ -178,15 +218,22 @@ public final class RemotePeer implements Peer {
     }
 
     private HttpRequest.Builder request(Caller caller, String method, String path, String bearer) {
-        var builder = HttpRequest.newBuilder(URI.create(member.address() + path))
-                .timeout(timeout)
-                .header(FORWARDED, self.name());
-        if (credentials.configured()) {
-            credentials.sign(method, path, caller).forEach(builder::header);
-        } else if (bearer != null && !bearer.isBlank()) {
-            builder.header("Authorization", "Bearer " + bearer);
-        }
+        var builder =
+                HttpRequest.newBuilder(URI.create(member.address() + path)).timeout(timeout);
+        headers(caller, method, path, bearer).forEach(builder::header);
         return builder;
+    }
+
+    /** The headers every node-to-node call carries: who forwards it, and the signed caller or the token. */
+    private Map<String, String> headers(Caller caller, String method, String path, String bearer) {
+        Map<String, String> headers = new LinkedHashMap<>();
+        headers.put(FORWARDED, self.name());
+        if (credentials.configured()) {
+            headers.putAll(credentials.sign(method, path, caller));
+        } else if (bearer != null && !bearer.isBlank()) {
+            headers.put("Authorization", "Bearer " + bearer);
+        }
+        return headers;
     }
 
     /** The answer's body, or null when the peer answered 404 (it does not hold what was named). */
@@ -211,7 +258,7 @@ public final class RemotePeer implements Peer {
             Thread.currentThread().interrupt();
             throw new PeerException(503, "interrupted while calling node " + member.name(), e);
         }
-        return body(response);
+        return body(response.statusCode(), response.body());
     }
 
     private PeerException unreachable(IOException e) {
@@ -219,14 +266,13 @@ public final class RemotePeer implements Peer {
     }
 
     /** The body of a 2xx answer; any other status as a {@link PeerException} carrying the peer's detail. */
-    private byte[] body(HttpResponse<byte[]> response) throws PeerException {
-        int status = response.statusCode();
+    private byte[] body(int status, byte[] body) throws PeerException {
         if (status / 100 == 2) {
-            return response.body();
+            return body;
         }
         String detail;
         try {
-            JsonNode problem = json.readTree(response.body());
+            JsonNode problem = json.readTree(body);
             detail = problem.path("detail").asString("HTTP " + status);
         } catch (RuntimeException notJson) {
             detail = "HTTP " + status;
