@@ -62,4 +62,17 @@ final class Sha256Digester {
             throw new IllegalStateException("SHA-256 digest into a 32-byte range failed", e);
         }
     }
+
+    /**
+     * As {@link #digest}, for a message followed by room for its SHA-256 padding ({@code data} holds at least
+     * {@link Sha256#paddedLength}{@code (length)} bytes; those after the message are overwritten): one call
+     * into libcrypto instead of three.
+     */
+    void digestPaddingInPlace(byte[] data, int length, byte[] out, int at) {
+        if (libcrypto != null) {
+            libcrypto.digestPaddingInPlace(data, 0, length, out, at);
+        } else {
+            digest(data, length, out, at);
+        }
+    }
 }

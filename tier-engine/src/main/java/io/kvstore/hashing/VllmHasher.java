@@ -191,6 +191,9 @@ public final class VllmHasher implements BlockHasher {
         final byte[] shaOut = new byte[32];
         final byte[] xxhOut = new byte[16];
         final Pickle pickler = new Pickle();
+        /** Bytes past a message that SHA-256's padding may take: 0x80, up to 63 zeros, the 8-byte length. */
+        static final int PADDING_ROOM = 72;
+
         byte[] buf = new byte[256];
 
         /**
@@ -209,10 +212,27 @@ public final class VllmHasher implements BlockHasher {
             if (sha256) {
                 sha.digest(data, length, out, at);
             } else {
-                xxh128.hashBytes(data, 0, length, xxhResult);
-                LONG_BE.set(out, at, xxhResult[1]);
-                LONG_BE.set(out, at + 8, xxhResult[0]);
+                xxh128(data, length, out, at);
             }
+        }
+
+        /**
+         * As {@link #digestInto}, for this scratch's buffer, which holds {@link #PADDING_ROOM} bytes past
+         * the message: SHA-256 pads the message there, in one call into libcrypto.
+         */
+        void digestBufInto(boolean sha256, int length, int at) {
+            if (sha256) {
+                sha.digestPaddingInPlace(buf, length, buf, at);
+            } else {
+                xxh128(buf, length, buf, at);
+            }
+        }
+
+        /** XXH3-128 in {@code xxh3_128_digest}'s byte order: the high half big-endian, then the low half. */
+        private void xxh128(byte[] data, int length, byte[] out, int at) {
+            xxh128.hashBytes(data, 0, length, xxhResult);
+            LONG_BE.set(out, at, xxhResult[1]);
+            LONG_BE.set(out, at + 8, xxhResult[0]);
         }
 
         /**
@@ -250,8 +270,9 @@ public final class VllmHasher implements BlockHasher {
                     primed = false;
                     continue;
                 }
-                // one frame; a token's 4-byte store may run 3 bytes past the last one
-                int need = (int) frame + FRAME_AT + 8 + 3;
+                // one frame, then room for the digest's padding (which also covers a token's 4-byte store
+                // running 3 bytes past the last one)
+                int need = (int) frame + FRAME_AT + 8 + PADDING_ROOM;
                 if (buf.length < need) {
                     buf = new byte[Math.max(need, 2 * buf.length)];
                     primed = false;
@@ -268,7 +289,7 @@ public final class VllmHasher implements BlockHasher {
                 int end = pickleBody(buf, PARENT_AT + hashLength, tokens, start, blockSize, extra.bytes);
                 LONG_LE.set(buf, FRAME_AT, (long) (end - (FRAME_AT + 8)));
                 // the digest takes the parent's place, where the next block needs it
-                digestInto(prompt.sha256(), buf, end, buf, PARENT_AT);
+                digestBufInto(prompt.sha256(), end, PARENT_AT);
                 out[b] = BlockHash.of(buf, PARENT_AT, hashLength);
             }
         }
@@ -324,8 +345,8 @@ public final class VllmHasher implements BlockHasher {
             for (int b = 0; b < prompt.blocks(); b++) {
                 int start = b * blockSize;
                 byte[] extra = prompt.fragments().of(prompt.perBlock(), b, start, start + blockSize).bytes;
-                // a token's 8-byte store may run 7 bytes past its last byte
-                int need = tokensAt + CanonicalCbor.headLength(blockSize) + 5 * blockSize + extra.length + 8;
+                // room for the digest's padding, which also covers a token's 8-byte store running 7 bytes past
+                int need = tokensAt + CanonicalCbor.headLength(blockSize) + 5 * blockSize + extra.length + PADDING_ROOM;
                 if (buf.length < need || b == 0) {
                     byte[] parent = b == 0 ? prompt.noneHash() : out[b - 1].toBytes();
                     if (buf.length < need) {
@@ -339,7 +360,7 @@ public final class VllmHasher implements BlockHasher {
                 pos = cborTokens(buf, pos, prompt.tokens(), start, blockSize);
                 System.arraycopy(extra, 0, buf, pos, extra.length);
                 pos += extra.length;
-                digestInto(prompt.sha256(), buf, pos, buf, parentAt);
+                digestBufInto(prompt.sha256(), pos, parentAt);
                 out[b] = BlockHash.of(buf, parentAt, hashLength);
             }
         }

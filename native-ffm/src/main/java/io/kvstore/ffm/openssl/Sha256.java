@@ -8,12 +8,16 @@ import io.kvstore.ffm.Availability;
 import io.kvstore.ffm.LazyBinding;
 import io.kvstore.ffm.LibraryUnavailableException;
 import io.kvstore.ffm.NativeLibrary;
-import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * SHA-256 of short heap messages through OpenSSL's libcrypto, for the block hashes of vLLM's default
@@ -29,6 +33,14 @@ import java.util.List;
  * {@code EVP_Q_digest} (a provider fetch per call). They are deprecated in OpenSSL 3 but exported by
  * every 1.1 and 3.x libcrypto.
  *
+ * <p>{@link #digestPaddingInPlace} goes further for callers that leave room after the message: it pads
+ * the message in Java (the 0x80 byte, zeros, the bit length), sets the context's eight state words to
+ * SHA-256's initial values, and makes one {@code SHA256_Update} call over the padded blocks, which
+ * compresses them straight from the array; the digest is then the state words, read back big-endian. One
+ * call instead of three, and none of {@code SHA256_Final}'s copying of the tail. It relies on {@code
+ * SHA256_CTX} starting with the eight state words ({@code h[8]}, then {@code Nl}, {@code Nh}), as every
+ * OpenSSL since 0.9 declares it in {@code <openssl/sha.h>}.
+ *
  * <p>Loaded on first use; {@link #availability()} says why not when libcrypto is absent or native
  * access is not enabled, and callers then keep to {@code MessageDigest}.
  */
@@ -39,6 +51,17 @@ public final class Sha256 {
 
     /** Bytes in a digest. */
     public static final int DIGEST_BYTES = 32;
+
+    /**
+     * SHA-256's initial state words (FIPS 180-4 section 5.3.3), then {@code Nl} and {@code Nh}, the
+     * message length in bits so far, zero.
+     */
+    private static final int[] INITIAL_STATE = {
+        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19, 0, 0
+    };
+
+    private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     private record Functions(MethodHandle init, MethodHandle update, MethodHandle finish) {}
 
@@ -71,11 +94,34 @@ public final class Sha256 {
         private Bound() {}
     }
 
-    private final MemorySegment context;
+    /**
+     * The {@code SHA256_CTX}, in a Java array that the critical calls get a pointer to like the message:
+     * the state words are then set and read as array elements (OpenSSL reads the context with unaligned
+     * loads, so the array's 8-byte alignment is enough). The words are in the machine's byte order, as C
+     * writes them and as a Java {@code int} reads them.
+     */
+    private final int[] context = new int[(int) (CONTEXT_BYTES / Integer.BYTES)];
 
     private Sha256() {
-        // freed with this object; a context is plain memory, SHA256_Final leaves nothing to release
-        this.context = Arena.ofAuto().allocate(CONTEXT_BYTES, 16);
+        int ok;
+        try {
+            // a context is plain memory that SHA256_Final leaves nothing in to release; Init sets num and
+            // md_len, which digestPaddingInPlace keeps
+            ok = (int) Bound.INIT.invokeExact(MemorySegment.ofArray(context));
+        } catch (Throwable t) {
+            throw new IllegalStateException("libcrypto SHA256_Init failed", t);
+        }
+        if (ok != 1) {
+            throw new IllegalStateException("libcrypto SHA256_Init returned 0");
+        }
+    }
+
+    /**
+     * The bytes a message of {@code length} bytes takes once padded for SHA-256: the message, 0x80, zeros
+     * and the 8-byte bit length, rounded up to whole 64-byte blocks.
+     */
+    public static int paddedLength(int length) {
+        return ((length + 8) / 64 + 1) * 64;
     }
 
     /** Whether libcrypto's SHA-256 can be used here, with where it was loaded from, or why not. */
@@ -102,16 +148,47 @@ public final class Sha256 {
     public void digest(byte[] data, int offset, int length, byte[] out, int outOffset) {
         MemorySegment message = MemorySegment.ofArray(data).asSlice(offset, length);
         MemorySegment digest = MemorySegment.ofArray(out).asSlice(outOffset, DIGEST_BYTES);
+        MemorySegment ctx = MemorySegment.ofArray(context);
         int ok;
         try {
-            ok = (int) Bound.INIT.invokeExact(context)
-                    & (int) Bound.UPDATE.invokeExact(context, message, (long) length)
-                    & (int) Bound.FINAL.invokeExact(digest, context);
+            ok = (int) Bound.INIT.invokeExact(ctx)
+                    & (int) Bound.UPDATE.invokeExact(ctx, message, (long) length)
+                    & (int) Bound.FINAL.invokeExact(digest, ctx);
         } catch (Throwable t) {
             throw new IllegalStateException("libcrypto SHA256_Init/Update/Final failed", t);
         }
         if (ok != 1) {
             throw new IllegalStateException("libcrypto SHA256_Init/Update/Final returned 0 for " + length + " bytes");
+        }
+    }
+
+    /**
+     * As {@link #digest}, for a message followed by room for its padding: {@code data[offset + length,
+     * offset + paddedLength(length))} is overwritten with it. One call into libcrypto instead of three.
+     *
+     * @throws IndexOutOfBoundsException when the padded message or the digest's range lies outside its array
+     */
+    public void digestPaddingInPlace(byte[] data, int offset, int length, byte[] out, int outOffset) {
+        int padded = paddedLength(length);
+        Objects.checkFromIndexSize(offset, padded, data.length);
+        Objects.checkFromIndexSize(outOffset, DIGEST_BYTES, out.length);
+        int end = offset + padded;
+        data[offset + length] = (byte) 0x80;
+        Arrays.fill(data, offset + length + 1, end - 8, (byte) 0);
+        LONG_BE.set(data, end - 8, (long) length << 3);
+        System.arraycopy(INITIAL_STATE, 0, context, 0, INITIAL_STATE.length); // h[8], then Nl = Nh = 0
+        int ok;
+        try {
+            ok = (int) Bound.UPDATE.invokeExact(
+                    MemorySegment.ofArray(context), MemorySegment.ofArray(data).asSlice(offset, padded), (long) padded);
+        } catch (Throwable t) {
+            throw new IllegalStateException("libcrypto SHA256_Update failed", t);
+        }
+        if (ok != 1) {
+            throw new IllegalStateException("libcrypto SHA256_Update returned 0 for " + padded + " bytes");
+        }
+        for (int i = 0; i < 8; i++) {
+            INT_BE.set(out, outOffset + 4 * i, context[i]);
         }
     }
 }
