@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Stores/s of 4 KiB blocks into a DRAM tier with KV events off and on (publisher on loopback, a subscriber
 # reading every batch), alternating rounds in one run (issue 15: aim at most 5 % slower).
-# Usage: bench/events.sh [blocks-per-round] [rounds] [threads]
+# Usage: bench/events.sh [blocks-per-round] [rounds] [threads] [pinned]
+# pinned: the storing threads on CPUs of their own, the publisher, the rest of the JVM and the subscriber on
+# the CPUs left (needs more CPUs than threads), as on a server with cores to spare
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
@@ -10,5 +12,5 @@ JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
   -Dmdep.outputFile="$PWD/kv-store-service/target/bench-cp.txt" -Dmdep.includeScope=test
 CP=kv-store-service/target/test-classes:kv-store-service/target/classes:$(cat kv-store-service/target/bench-cp.txt)
 echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
-"$JAVA" --enable-native-access=ALL-UNNAMED -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" \
+"$JAVA" --enable-native-access=ALL-UNNAMED -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" "${4:-shared}" \
   2>&1 | grep -v -E 'INFO|WARNING|^SLF4J'

@@ -7,6 +7,8 @@ import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
 import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.ffm.libc.CpuAffinity;
+import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
@@ -18,9 +20,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.BitSet;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
@@ -39,6 +44,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * on the storing threads (the data path's own cost of events) and on the publisher thread and JeroMQ's I/O
  * thread (what events cost a machine with no spare CPU; the garbage collector's share, mostly the batches
  * the replay ring keeps, is not in it).
+ *
+ * <p>With {@code pinned} as the fourth argument the storing threads get CPUs of their own (storing thread
+ * {@code i} runs on CPU {@code i}) and every other thread of the JVM (the publisher, JeroMQ's I/O thread, the
+ * JIT and the garbage collector) and the subscriber process run on the CPUs left, as on a server with cores
+ * to spare; both kinds of round run so. It needs more CPUs than storing threads.
  */
 public final class EventsStoreRate {
 
@@ -53,6 +63,12 @@ public final class EventsStoreRate {
         int blocks = args.length > 0 ? Integer.parseInt(args[0]) : 131_072;
         int rounds = args.length > 1 ? Integer.parseInt(args[1]) : 9;
         int threads = args.length > 2 ? Integer.parseInt(args[2]) : 1;
+        boolean pinned = args.length > 3 && args[3].equals("pinned");
+        int cpus = Runtime.getRuntime().availableProcessors();
+        if (pinned && cpus <= threads) {
+            throw new IllegalArgumentException(
+                    "pinned needs more CPUs than storing threads: " + cpus + " CPUs, " + threads + " threads");
+        }
         // the service's defaults (5 ms batches of at most 512 events), with a queue that holds a whole round
         EventsProperties config = new EventsProperties(
                 true,
@@ -83,6 +99,12 @@ public final class EventsStoreRate {
             if (!"READY".equals(fromSubscriber.readLine())) {
                 throw new IllegalStateException("the Python subscriber (python3-zmq) did not start");
             }
+            if (pinned) {
+                BitSet rest = new BitSet();
+                rest.set(threads, cpus);
+                restrictAll("/proc/self/task", rest);
+                restrictAll("/proc/" + subscriber.pid() + "/task", rest);
+            }
             // the publisher's own thread and its JeroMQ context's I/O threads (no other context in this JVM)
             long[] eventThreads = Thread.getAllStackTraces().keySet().stream()
                     .filter(t -> t.getName().equals("kv-events")
@@ -93,7 +115,7 @@ public final class EventsStoreRate {
             Thread.sleep(1000);
             MemorySegment src = arena.allocate(BLOCK);
             src.fill((byte) 7);
-            Meter meter = new Meter(publisher, eventThreads);
+            Meter meter = new Meter(publisher, eventThreads, pinned);
             List<Round> offRounds = new ArrayList<>();
             List<Round> onRounds = new ArrayList<>();
             List<Double> ratios = new ArrayList<>();
@@ -111,8 +133,15 @@ public final class EventsStoreRate {
                 }
             }
             System.out.printf(
-                    "# %d x 4 KiB stores per round, %d thread(s), %d rounds; %d CPUs%n",
-                    blocks, threads, rounds, Runtime.getRuntime().availableProcessors());
+                    "# %d x 4 KiB stores per round, %d thread(s), %d rounds; %d CPUs%s%n",
+                    blocks,
+                    threads,
+                    rounds,
+                    cpus,
+                    pinned
+                            ? "; pinned: storing threads on CPUs 0-" + (threads - 1) + ", every other thread and the"
+                                    + " subscriber on CPUs " + threads + "-" + (cpus - 1)
+                            : "");
             System.out.println("# CPU time of the JVM's busiest threads over the whole run:");
             Thread.getAllStackTraces().keySet().stream()
                     .sorted(java.util.Comparator.comparingLong((Thread t) -> -THREADS.getThreadCpuTime(t.threadId())))
@@ -191,8 +220,21 @@ public final class EventsStoreRate {
                 Clock.systemUTC());
     }
 
+    /** Restricts every thread listed under {@code taskDir} (a process's {@code /proc/<pid>/task}) to {@code cpus}. */
+    private static void restrictAll(String taskDir, BitSet cpus) throws Exception {
+        try (var tasks = Files.list(Path.of(taskDir))) {
+            for (Path task : tasks.toList()) {
+                try {
+                    CpuAffinity.restrict(Integer.parseInt(task.getFileName().toString()), cpus);
+                } catch (PosixException e) {
+                    // a thread that ended meanwhile
+                }
+            }
+        }
+    }
+
     /** Runs rounds and reads the CPU clocks of the threads involved. */
-    private record Meter(KvEventPublisher publisher, long[] eventThreads) {
+    private record Meter(KvEventPublisher publisher, long[] eventThreads, boolean pinned) {
 
         /** Stores {@code blocks} new blocks and measures them; then deletes them (not timed). */
         Round round(TierEngine engine, int blocks, int threads, MemorySegment src, boolean evented) throws Exception {
@@ -206,6 +248,15 @@ public final class EventsStoreRate {
             for (int t = 0; t < threads; t++) {
                 int slot = t;
                 workers[t] = Thread.ofPlatform().start(() -> {
+                    if (pinned) {
+                        BitSet own = new BitSet();
+                        own.set(slot);
+                        try {
+                            CpuAffinity.restrict(0, own);
+                        } catch (PosixException e) {
+                            throw new IllegalStateException(e);
+                        }
+                    }
                     long cpu0 = THREADS.getCurrentThreadCpuTime();
                     try {
                         for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
