@@ -55,16 +55,7 @@ public final class CpuAffinity {
             for (int i = 0; i < words.length; i++) {
                 mask.setAtIndex(JAVA_LONG, i, words[i]);
             }
-            MemorySegment state = Errno.state();
-            int result;
-            try {
-                result = (int) SET.invokeExact(state, tid, MASK_BYTES, mask);
-            } catch (Throwable t) {
-                throw new IllegalStateException("sched_setaffinity failed to run", t);
-            }
-            if (result < 0) {
-                throw new PosixException("sched_setaffinity", "tid " + tid, "cpus " + cpus, Errno.of(state));
-            }
+            call(SET, "sched_setaffinity", tid, mask, "cpus " + cpus);
         }
     }
 
@@ -72,17 +63,23 @@ public final class CpuAffinity {
     public static BitSet allowed(int tid) throws PosixException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(MASK_BYTES, 8);
-            MemorySegment state = Errno.state();
-            int result;
-            try {
-                result = (int) GET.invokeExact(state, tid, MASK_BYTES, mask);
-            } catch (Throwable t) {
-                throw new IllegalStateException("sched_getaffinity failed to run", t);
-            }
-            if (result < 0) {
-                throw new PosixException("sched_getaffinity", "tid " + tid, "", Errno.of(state));
-            }
+            call(GET, "sched_getaffinity", tid, mask, "");
             return BitSet.valueOf(mask.toArray(JAVA_LONG));
+        }
+    }
+
+    /** {@code sched_setaffinity} or {@code sched_getaffinity} of {@code tid} with {@code mask}; -1 is a {@link PosixException}. */
+    private static void call(MethodHandle function, String name, int tid, MemorySegment mask, String detail)
+            throws PosixException {
+        MemorySegment state = Errno.state();
+        int result;
+        try {
+            result = (int) function.invokeExact(state, tid, MASK_BYTES, mask);
+        } catch (Throwable t) {
+            throw new IllegalStateException(name + " failed to run", t);
+        }
+        if (result < 0) {
+            throw new PosixException(name, "tid " + tid, detail, Errno.of(state));
         }
     }
 }
