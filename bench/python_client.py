@@ -18,6 +18,8 @@ round trip and the last commit or release wait). The service runs with its full
 JIT and is warmed up first: a few thousand small store/load round trips over both paths (until the JIT
 has compiled the control path; a service in use has), then two store rounds of the measured size. The
 best round of each is reported: the machine is shared, and the best round is the one least disturbed.
+The shared-memory path sends its control calls over kvstore's local control socket (binary frames on a
+Unix socket); ``KVSTORE_BENCH_CONTROL=http`` sends them as JSON over HTTP instead, for an A/B.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ WORKING = int(sys.argv[1]) * MIB if len(sys.argv) > 1 else 256 * MIB
 ROUNDS = int(sys.argv[2]) if len(sys.argv) > 2 else 3
 BATCH_BYTES = 32 * MIB
 WARM_UP_SECONDS = float(os.environ.get("KVSTORE_BENCH_WARM_UP_SECONDS", "60"))
+CONTROL = os.environ.get("KVSTORE_BENCH_CONTROL", "auto")
 
 
 def hashes(n, tag):
@@ -103,7 +106,7 @@ def main():
             except redis.ConnectionError:
                 time.sleep(0.1)
         client = kvstore.KvStoreClient(svc.url)
-        local = LocalDataPath(client)
+        local = LocalDataPath(client, control=CONTROL)
         warm_ups = warm_up(client, local)
         rows = []
         for size in (256 * 1024, 2 * MIB):
@@ -193,7 +196,7 @@ def main():
         print(f"Python {sys.version.split()[0]}, numpy {np.__version__}, CRC32C by "
               f"{'ISA-L' if kvstore.crc32c.ACCELERATED else 'Python'}; {WORKING // MIB} MiB per round, "
               f"{BATCH_BYTES // MIB} MiB batches, best of {ROUNDS}; {os.cpu_count()} CPUs; service warmed up by "
-              f"{warm_ups} small store/load round trips per path")
+              f"{warm_ups} small store/load round trips per path; shm control calls over {local.control_kind}")
         print()
         print("| block | numpy copy | shm store | shm store (sync) | shm fetch | shm store (one call) | "
               "shm fetch (one call) | HTTP store | HTTP fetch | Redis SET | "

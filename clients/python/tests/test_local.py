@@ -32,6 +32,76 @@ def test_the_tier_file_is_mappable_by_its_owner_only(client, local):
     assert local.mem.nbytes == view["length"]
 
 
+def test_the_control_calls_go_over_a_socket_only_the_tier_files_owner_may_open(client, local):
+    view = client.request_json("GET", "/v1/local")
+    sock = view["controlSocket"]
+    assert sock == view["path"] + ".sock"
+    st = os.stat(sock)
+    assert stat.S_ISSOCK(st.st_mode) and stat.S_IMODE(st.st_mode) == 0o600 and st.st_uid == os.getuid()
+    assert local.control_kind == "socket"
+
+
+def test_the_socket_refuses_bad_input_with_the_problem_fields_http_gives(client, local, ns):
+    from kvstore._control import SocketControl
+
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    ctl = SocketControl(client.request_json("GET", "/v1/local")["controlSocket"], None, lambda: None)
+    try:
+        with pytest.raises(kvstore.BadRequest) as e:
+            ctl.reserve(ns, [(b"\xab\xcd", None)], None)
+        assert e.value.field == "blocks[0].hash" and e.value.status == 400
+        with pytest.raises(kvstore.BadRequest) as e:
+            ctl.reserve(ns, [], None)
+        assert e.value.field == "blocks" and "at least one block" in e.value.detail
+        with pytest.raises(kvstore.BadRequest) as e:
+            ctl.lease(ns, [b"\xab" * 8])
+        assert e.value.field == "blockHashes[0]"
+        with pytest.raises(kvstore.NotFound):
+            ctl.lease("no-such-ns", [])
+        with pytest.raises(kvstore.NotFound):
+            ctl.commit(ns, "nope")
+        with pytest.raises(kvstore.NotFound):
+            ctl.release("no-such-lease")
+        # refusals leave the connection usable: a good round trip on it
+        hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=31)
+        r = ctl.reserve(ns, [(h, None) for h in hashes], None)
+        assert [s["hash"] for s in r["slots"]] == [h.hex() for h in hashes]
+        ctl.cancel(r["reservationId"])
+    finally:
+        ctl.close()
+
+
+def test_with_the_socket_off_the_control_calls_go_over_http(tmp_path):
+    svc = Service(tmp_path / "kv", extra_args=["--kvstore.local.control-socket="]).start()
+    try:
+        c = kvstore.KvStoreClient(svc.url)
+        assert "controlSocket" not in c.request_json("GET", "/v1/local")
+        local = LocalDataPath(c)
+        assert local.control_kind == "http"
+        c.declare_namespace("py-http-control", SMALL, hash_seed="0")
+        hashes, data, blocks = prompt(40, SMALL.block_bytes, seed=32)
+        assert local.store("py-http-control", blocks).committed == hashes
+        for want, got in zip(data, local.fetch("py-http-control", hashes)):
+            assert np.array_equal(want, got)
+        assert c.delete_namespace("py-http-control") == 40  # every lease released
+        local.close()
+    finally:
+        svc.stop()
+
+
+def test_control_over_http_can_be_chosen_when_the_socket_is_offered(client, ns):
+    local = LocalDataPath(client, control="http")
+    try:
+        assert local.control_kind == "http"
+        client.declare_namespace(ns, SMALL, hash_seed="0")
+        hashes, data, blocks = prompt(10, SMALL.block_bytes, seed=33)
+        assert local.store(ns, blocks).committed == hashes
+        for want, got in zip(data, local.fetch(ns, hashes)):
+            assert np.array_equal(want, got)
+    finally:
+        local.close()
+
+
 def test_blocks_stored_through_shared_memory_are_what_http_serves(client, local, ns):
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(120, SMALL.block_bytes, seed=11)
@@ -210,20 +280,18 @@ def test_stores_left_in_flight_commit_in_order_and_serve_what_was_copied(client,
 def test_a_commit_refused_after_store_async_returned_surfaces_from_its_future(client, local, ns, monkeypatch):
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(4, SMALL.block_bytes, seed=23)
-    real = client.request_json
+    real = local._ctl.commit
 
-    def refusing(method, path, body=None, ok=(200, 201, 204)):
-        if path.endswith("blocks:commit"):  # as a service shutting down answers it
-            raise kvstore.ServiceUnavailable(503, {"title": "Service Unavailable", "detail": "shutting down"})
-        return real(method, path, body, ok)
+    def refusing(ns, reservation_id):  # as a service shutting down answers a commit
+        raise kvstore.ServiceUnavailable(503, {"title": "Service Unavailable", "detail": "shutting down"})
 
-    monkeypatch.setattr(client, "request_json", refusing)
+    monkeypatch.setattr(local._ctl, "commit", refusing)
     future = local.store_async(ns, blocks)
     with pytest.raises(kvstore.ServiceUnavailable):
         future.result(timeout=120)
     with pytest.raises(kvstore.ServiceUnavailable):
         local.store(ns, blocks)
-    monkeypatch.setattr(client, "request_json", real)
+    monkeypatch.setattr(local._ctl, "commit", real)
     assert client.lookup(ns, block_hashes=hashes).matched_blocks == 0  # nothing unverified became visible
     assert local.store(ns, blocks).committed == hashes  # the refused reservations gave their slots back
 
@@ -265,6 +333,7 @@ def test_after_a_restart_the_client_maps_the_new_tier_file(fresh_service, ns):
     assert local.store(ns, blocks).committed == hashes
     assert local.region_id != old_region and local.path != old_path
     assert not os.path.exists(old_path)  # the old run's file went with it
+    assert not os.path.exists(old_path + ".sock")  # and its control socket: the client found the new one
     for want, have in zip(data, local.fetch(ns, hashes)):
         assert np.array_equal(want, have)
 

@@ -10,8 +10,9 @@ A client on the same host maps that file once and then:
 - load: ``blocks:lease`` -> the leading stored blocks held in place, with offsets and CRC32Cs; copy each
   out, check its CRC32C on the copy, release the lease (``DELETE /v1/leases/{id}``).
 
-Only the control calls travel over HTTP, and they stay off the copying thread where they can: they run on
-a small pool of background threads (one keep-alive connection each). A store returns from
+Only the control calls travel to the service: over its local control socket when ``GET /v1/local`` names one
+(binary frames on a Unix socket, no HTTP or JSON), else over HTTP. They stay off the copying thread where
+they can: they run on a small pool of background threads (one connection each). A store returns from
 :meth:`LocalDataPath.store_async` as soon as its blocks are copied, its commit (kvstore's checksum pass
 over the slots) running while the caller copies the next blocks; :meth:`LocalDataPath.store` waits for it.
 A load releases its leases while the last copies' CRC32Cs are checked. Calls larger than ``_STEP`` bytes
@@ -37,7 +38,8 @@ import numpy as np
 from . import crc32c as _crc
 from ._buffers import address as _address
 from ._buffers import parts as _parts
-from .client import Block, KvStoreClient, _hex, _q
+from ._control import HttpControl, SocketControl
+from .client import Block, KvStoreClient, _hex
 from .errors import ChecksumMismatch, KvStoreError, NotFound, ServiceUnavailable
 
 __all__ = ["LocalDataPath", "HttpDataPath", "StoreResult", "data_path"]
@@ -138,6 +140,11 @@ def copy_out(slot: np.ndarray, pieces: List[np.ndarray]) -> None:
         pos += p.nbytes
 
 
+def _raw(h: Any) -> bytes:
+    """A block hash's bytes (given as bytes or as hex)."""
+    return bytes.fromhex(h) if isinstance(h, str) else bytes(h)
+
+
 def _size_check(pieces: List[np.ndarray], length: int, what: str) -> None:
     total = sum(p.nbytes for p in pieces)
     if total != length:
@@ -186,24 +193,41 @@ class LocalDataPath:
     Safe to use from several threads; each call's control requests run on a small pool of background
     threads of its own (one keep-alive connection each) beside the copies of the calling thread.
 
+    The control calls go over kvstore's local control socket when ``GET /v1/local`` names one (binary
+    frames, no HTTP; one connection per thread), else over HTTP; ``control="http"`` keeps them on HTTP.
+    ``control_kind`` says which is used.
+
     :raises ServiceUnavailable: when the service has no same-host path (``detail`` says why)
     :raises PermissionError: when this process may not open the tier's file (not its owner or group)
     """
 
     kind = "shm"
 
-    def __init__(self, client: KvStoreClient):
+    def __init__(self, client: KvStoreClient, control: str = "auto"):
+        if control not in ("auto", "http"):
+            raise ValueError(f"control must be 'auto' or 'http', not {control!r}")
         self.client = client
         self._lock = threading.Lock()
         self.region_id: Optional[str] = None
         self.mem: Optional[np.ndarray] = None
         self.path: Optional[str] = None
+        self._socket: Optional[str] = None
         self._map()
+        if control == "auto" and self._socket is not None:
+            self._ctl: Any = SocketControl(self._socket, client.token, self._socket_path)
+        else:
+            self._ctl = HttpControl(client)
+        self.control_kind: str = self._ctl.kind
         self._control = ThreadPoolExecutor(max_workers=_CONTROL_THREADS, thread_name_prefix="kvstore-control")
 
     def close(self) -> None:
         """Stops the control threads once the calls in flight are done (the mapping goes with the object)."""
         self._control.shutdown(wait=True)
+        self._ctl.close()
+
+    def _socket_path(self) -> Optional[str]:
+        """The control socket ``GET /v1/local`` names now (a restarted service listens on a new one)."""
+        return self.client.request_json("GET", "/v1/local").get("controlSocket")
 
     # ------------------------------------------------------------------ mapping
 
@@ -221,6 +245,7 @@ class LocalDataPath:
         self.mem = np.frombuffer(mm, dtype=np.uint8)
         self.path = view["path"]
         self.region_id = view["regionId"]
+        self._socket = view.get("controlSocket")
 
     def _region(self, region_id: str) -> np.ndarray:
         """The mapping of region ``region_id``, remapping when the service restarted since the last map."""
@@ -247,7 +272,7 @@ class LocalDataPath:
         while kvstore checksums this one's. Failures before the copies are done raise here."""
         if not blocks:
             return _done(StoreResult([], [], []))
-        ns = _q(namespace)
+        ns = namespace
         pieces = [_parts(b.data) for b in blocks]
         steps = _steps([sum(p.nbytes for p in ps) for ps in pieces])
         # the first step is reserved on this thread (no hand-over on the critical path); the second at the
@@ -295,15 +320,8 @@ class LocalDataPath:
         return _merged(closing)
 
     def _reserve(self, ns: str, blocks: Sequence[Block], step: range, timeout_seconds: Optional[int]) -> dict:
-        body: dict = {
-            "blocks": [
-                {"hash": _hex(blocks[i].hash), **({"parent": _hex(blocks[i].parent)} if blocks[i].parent is not None else {})}
-                for i in step
-            ]
-        }
-        if timeout_seconds is not None:
-            body["timeoutSeconds"] = int(timeout_seconds)
-        return self.client.request_json("POST", f"/v1/local/namespaces/{ns}/blocks:reserve", body)
+        wanted = [(_raw(blocks[i].hash), None if blocks[i].parent is None else _raw(blocks[i].parent)) for i in step]
+        return self._ctl.reserve(ns, wanted, timeout_seconds)
 
     def _close(self, ns: str, r: dict) -> tuple:
         """Commits a filled reservation (cancels one with no slots): (committed, already stored, failed)."""
@@ -311,9 +329,7 @@ class LocalDataPath:
             self._cancel(r["reservationId"])
             return [], [bytes.fromhex(h) for h in r["alreadyStored"]], []
         try:
-            c = self.client.request_json(
-                "POST", f"/v1/local/namespaces/{ns}/blocks:commit", {"reservationId": r["reservationId"]}
-            )
+            c = self._ctl.commit(ns, r["reservationId"])
         except BaseException:
             self._cancel(r["reservationId"])
             raise
@@ -325,7 +341,7 @@ class LocalDataPath:
 
     def _cancel(self, reservation_id: str) -> None:
         try:
-            self.client.cancel(reservation_id)
+            self._ctl.cancel(reservation_id)
         except KvStoreError:
             pass  # committed, or expired on its own: nothing is held either way
 
@@ -338,7 +354,7 @@ class LocalDataPath:
         recomputes from that block on). Every lease taken is released before it returns."""
         if not hashes:
             return 0
-        ns = _q(namespace)
+        ns = namespace
         outs = [_parts(out[i]) for i in range(len(hashes))]
         steps = _steps([sum(p.nbytes for p in ps) for ps in outs])
         leasing: List[Future] = []  # leasing[m]: step m + 1, leased on a control thread ahead of its copies
@@ -408,13 +424,11 @@ class LocalDataPath:
                 f.result()
 
     def _lease(self, ns: str, hashes: Sequence[bytes], step: range) -> dict:
-        return self.client.request_json(
-            "POST", f"/v1/local/namespaces/{ns}/blocks:lease", {"blockHashes": [_hex(hashes[i]) for i in step]}
-        )
+        return self._ctl.lease(ns, [_raw(hashes[i]) for i in step])
 
     def _release(self, lease_id: str) -> None:
         try:
-            self.client.release(lease_id)
+            self._ctl.release(lease_id)
         except KvStoreError:
             pass  # expired, or the service restarted: nothing is held either way
 

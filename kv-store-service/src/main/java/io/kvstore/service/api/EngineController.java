@@ -8,6 +8,7 @@ import io.kvstore.engine.SlotLocation;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.service.blocks.BlockService;
+import io.kvstore.service.blocks.OneSidedService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
@@ -49,13 +50,16 @@ public class EngineController {
     private final TransportService transport;
     private final TierEngine engine;
     private final TenantGuard guard;
+    private final OneSidedService oneSided;
 
     public EngineController(
             BlockService blocks,
             NamespaceRegistry namespaces,
             TransportService transport,
             TierEngine engine,
-            TenantGuard guard) {
+            TenantGuard guard,
+            OneSidedService oneSided) {
+        this.oneSided = oneSided;
         this.blocks = blocks;
         this.namespaces = namespaces;
         this.transport = transport;
@@ -209,7 +213,7 @@ public class EngineController {
     public EngineResponses.LeaseView lease(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("id") String id) {
         Lease lease = blocks.lease(id);
-        requireLeaseAccess(caller, lease);
+        guard.requireLeaseAccess(caller, lease);
         return new EngineResponses.LeaseView(
                 lease.id(),
                 lease.expiresAt(),
@@ -219,19 +223,8 @@ public class EngineController {
     @DeleteMapping("/leases/{id}")
     public ResponseEntity<Void> release(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @PathVariable("id") String id) {
-        Lease lease = engine.leaseById(id);
-        if (lease != null) {
-            requireLeaseAccess(caller, lease);
-        }
-        blocks.release(id);
+        oneSided.release(caller, id);
         return ResponseEntity.noContent().build();
-    }
-
-    /** A lease holds blocks of one namespace; only who may read that namespace may see or release it. */
-    private void requireLeaseAccess(Caller caller, Lease lease) {
-        for (BlockKey key : lease.blocks()) {
-            guard.requireRead(caller, key.namespace());
-        }
     }
 
     static ExtraKeys extraKeys(LookupRequest.ExtraKeysJson json) {

@@ -199,6 +199,15 @@ public class OneSidedService {
         return engine.lease(keys, hold(timeoutSeconds));
     }
 
+    /** Releases a lease; only who may read the namespace of its blocks may (an unknown id is 404). */
+    public void release(Caller caller, String leaseId) {
+        Lease lease = engine.leaseById(leaseId);
+        if (lease != null) {
+            guard.requireLeaseAccess(caller, lease);
+        }
+        blocks.release(leaseId);
+    }
+
     /** How long a reservation or lease holds: {@code timeoutSeconds} within the configured cap, else the default. */
     private Duration hold(@Nullable Long timeoutSeconds) {
         if (timeoutSeconds == null) {

@@ -11,7 +11,7 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.blocks.ReserveRequest;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.InvalidRequestException;
-import io.kvstore.service.local.LocalPathController;
+import io.kvstore.service.local.LocalPathService;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
@@ -66,7 +66,7 @@ public class ClusterEngineController {
     private final BlockService blocks;
     private final NamespaceRegistry namespaces;
     private final OneSidedController oneSided;
-    private final LocalPathController local;
+    private final LocalPathService local;
     private final JsonMapper json;
     private final int maxBlocks;
 
@@ -74,7 +74,7 @@ public class ClusterEngineController {
             JsonMapper json,
             KvStoreProperties properties,
             OneSidedController oneSided,
-            LocalPathController local,
+            LocalPathService local,
             ClusterRouter router,
             ClusterSettings settings,
             Peers peers,
@@ -175,7 +175,7 @@ public class ClusterEngineController {
             path = "/local/namespaces/{ns}/blocks:reserve",
             consumes = MediaType.APPLICATION_JSON_VALUE,
             headers = ENGINE_CALL)
-    public LocalPathController.ReserveResponse reserveLocal(
+    public LocalPathService.ReserveResponse reserveLocal(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
             @PathVariable("ns") String ns,
             @Valid @RequestBody ReserveRequest request)

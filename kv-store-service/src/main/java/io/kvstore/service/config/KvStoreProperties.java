@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.boot.context.properties.bind.DefaultValue;
 import org.springframework.util.unit.DataSize;
@@ -189,11 +190,15 @@ public record KvStoreProperties(
      * @param enabled true puts a {@code host} DRAM tier in a shared file; other providers are left alone
      * @param directory a directory on tmpfs for the file {@code kvstore-dram-<pid>}
      * @param group a group whose processes may map the tier too (mode 0660); empty for the owner only (0600)
+     * @param controlSocket the Unix socket that carries the path's control calls (reserve, commit, cancel,
+     *     lease, release) in binary frames, off HTTP; unset: {@code <tier file>.sock} beside the tier's file,
+     *     empty: no socket (clients use {@code /v1/local} over HTTP)
      */
     public record Local(
             @DefaultValue("false") boolean enabled,
             @NotNull @DefaultValue("/dev/shm") Path directory,
-            @NotNull @DefaultValue("") String group) {}
+            @NotNull @DefaultValue("") String group,
+            @Nullable String controlSocket) {}
 
     /**
      * One engine API token.

@@ -147,6 +147,33 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     }
 
     /**
+     * The problem a failure is answered with, for channels other than Spring MVC (the local control socket):
+     * the same status, title, detail and field as the handlers above give over HTTP.
+     */
+    public ProblemDetail describe(Exception e) {
+        ResponseEntity<Object> answer = switch (e) {
+            case UnauthorizedException u -> unauthorized(u);
+            case ForbiddenException f -> forbidden(f);
+            case TooManyRequestsException t -> tooMany(t);
+            case RequestTimeoutException t -> timeout(t);
+            case QuotaExceededException q -> overQuota(q);
+            case InsufficientStorageException i -> noStorage(i);
+            case InvalidRequestException i -> invalid(i);
+            case NotFoundException n -> notFound(n);
+            case BlockNotFoundException n -> notFound(n);
+            case ConflictException c -> conflict(c);
+            case BlockConflictException c -> conflict(c);
+            case BlockHeldException c -> conflict(c);
+            case PayloadTooLargeException p -> tooLarge(p);
+            case TierFullException f -> full(f);
+            case TransportUnavailableException t -> noTransport(t);
+            case ChecksumMismatchException c -> corrupt(c);
+            default -> unexpected(e);
+        };
+        return (ProblemDetail) java.util.Objects.requireNonNull(answer.getBody());
+    }
+
+    /**
      * A request record's constraint failed ({@code @Valid}): one problem naming the first field at fault, as
      * a JSON path like {@code blocks[2].hash}, and what it must be.
      */

@@ -26,6 +26,7 @@ public final class LocalDataPath {
     private volatile @Nullable Path file;
     private volatile long length;
     private volatile @Nullable String group;
+    private volatile @Nullable Path controlSocket;
     private volatile String unavailableReason;
 
     /** What {@code GET /v1/local} answers. */
@@ -37,7 +38,8 @@ public final class LocalDataPath {
             @Nullable String tier,
             @Nullable String path,
             @Nullable Long length,
-            @Nullable String group) {}
+            @Nullable String group,
+            @Nullable String controlSocket) {}
 
     public LocalDataPath(String unavailableReason) {
         this.unavailableReason = unavailableReason;
@@ -54,6 +56,21 @@ public final class LocalDataPath {
                 TIER,
                 file,
                 group == null ? "owner only" : "owner and group " + group);
+    }
+
+    /** Publishes the local control socket (null: none, clients use HTTP). */
+    public void controlSocket(@Nullable Path socket) {
+        this.controlSocket = socket;
+    }
+
+    /** The tier's file, or null while the path is off. */
+    public @Nullable Path file() {
+        return file;
+    }
+
+    /** The group that may map the file besides its owner, or null for the owner only. */
+    public @Nullable String group() {
+        return group;
     }
 
     /** Records why the path is off (e.g. the DRAM tier is not host memory). */
@@ -80,8 +97,10 @@ public final class LocalDataPath {
     public View view() {
         Path f = file;
         if (f == null) {
-            return new View(false, unavailableReason, null, null, null, null, null);
+            return new View(false, unavailableReason, null, null, null, null, null, null);
         }
-        return new View(true, null, regionId, TIER, f.toString(), length, group);
+        Path socket = controlSocket;
+        return new View(
+                true, null, regionId, TIER, f.toString(), length, group, socket == null ? null : socket.toString());
     }
 }

@@ -53,11 +53,7 @@ final class ApiAuthInterceptor implements HandlerInterceptor {
         if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
             throw new UnauthorizedException(missing);
         }
-        Caller caller = tokens.authenticate(header.substring(7).trim());
-        if (caller == null) {
-            throw new ForbiddenException("the bearer token is not a valid API token");
-        }
-        return caller;
+        return tokens.requireBearer(header.substring(7), missing);
     }
 
     static boolean loopback(String address) {

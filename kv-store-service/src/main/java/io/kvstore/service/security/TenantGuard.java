@@ -1,5 +1,7 @@
 package io.kvstore.service.security;
 
+import io.kvstore.block.BlockKey;
+import io.kvstore.engine.Lease;
 import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import org.springframework.stereotype.Component;
@@ -34,6 +36,13 @@ public class TenantGuard {
     /** Whether the caller may see the namespace at all (for listings). */
     public boolean visible(Caller caller, String namespace) {
         return caller.mayRead(namespace) && ownedBy(caller, namespace);
+    }
+
+    /** A lease holds blocks of one namespace; only who may read that namespace may see or release it. */
+    public void requireLeaseAccess(Caller caller, Lease lease) {
+        for (BlockKey key : lease.blocks()) {
+            requireRead(caller, key.namespace());
+        }
     }
 
     public void requireOneSided(Caller caller) {

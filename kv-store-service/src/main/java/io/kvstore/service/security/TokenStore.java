@@ -3,8 +3,10 @@ package io.kvstore.service.security;
 import io.kvstore.service.config.DurableFiles;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
+import io.kvstore.service.error.UnauthorizedException;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -96,6 +98,30 @@ public final class TokenStore {
             }
         }
         return false;
+    }
+
+    /**
+     * The caller of a bearer token presented on a same-host channel (the local control socket, whose file
+     * only the service's user or group may open): in protected mode every such client is {@link Caller#LOCAL},
+     * as loopback HTTP clients are; otherwise 401 without a token, 403 for an unknown one, as over HTTP.
+     */
+    public Caller localCaller(@Nullable String bearer) {
+        if (protectedMode()) {
+            return Caller.LOCAL;
+        }
+        return requireBearer(bearer, "the engine API needs a bearer token");
+    }
+
+    /** The caller of a bearer token: 401 without one, 403 when it is no known token. */
+    public Caller requireBearer(@Nullable String bearer, String missing) {
+        if (bearer == null) {
+            throw new UnauthorizedException(missing);
+        }
+        Caller caller = authenticate(bearer.trim());
+        if (caller == null) {
+            throw new ForbiddenException("the bearer token is not a valid API token");
+        }
+        return caller;
     }
 
     /** The caller a presented token stands for, or null when it matches none (checked against every token). */

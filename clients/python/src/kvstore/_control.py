@@ -1,0 +1,248 @@
+"""The control calls of the same-host data path (reserve, commit, cancel, lease, release), over HTTP or over
+kvstore's local control socket.
+
+Both carriers answer the same dicts (hashes as hex, as ``/v1/local``'s JSON has them) and raise the same
+exceptions with the problem fields. The socket (``controlSocket`` in ``GET /v1/local``) is a Unix domain
+socket whose file only the service's user or group may open; it takes compact binary frames instead of HTTP
+and JSON (docs/local-data-path.md has the layout), which spares kvstore Tomcat's and Spring MVC's work per
+call. One connection per thread, authenticated once by its first frame with the client's bearer token.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+from typing import Any, Callable, List, Optional, Sequence, Tuple
+
+from .client import KvStoreClient, _q
+from .errors import KvStoreError, KvStoreUnavailable, problem_error
+
+_HELLO, _RESERVE, _COMMIT, _CANCEL, _LEASE, _RELEASE = 1, 2, 3, 4, 5, 6
+_OK, _ERROR = 0, 0xFF
+_NAMES = {_HELLO: "HELLO", _RESERVE: "RESERVE", _COMMIT: "COMMIT", _CANCEL: "CANCEL", _LEASE: "LEASE", _RELEASE: "RELEASE"}
+
+
+class HttpControl:
+    """The control calls as ``/v1/local`` JSON requests on the client's keep-alive connections."""
+
+    kind = "http"
+
+    def __init__(self, client: KvStoreClient):
+        self.client = client
+
+    def reserve(self, ns: str, blocks: Sequence[Tuple[bytes, Optional[bytes]]], timeout_seconds: Optional[int]) -> dict:
+        body: dict = {
+            "blocks": [{"hash": h.hex(), **({"parent": p.hex()} if p is not None else {})} for h, p in blocks]
+        }
+        if timeout_seconds is not None:
+            body["timeoutSeconds"] = int(timeout_seconds)
+        return self.client.request_json("POST", f"/v1/local/namespaces/{_q(ns)}/blocks:reserve", body)
+
+    def commit(self, ns: str, reservation_id: str) -> dict:
+        return self.client.request_json(
+            "POST", f"/v1/local/namespaces/{_q(ns)}/blocks:commit", {"reservationId": reservation_id}
+        )
+
+    def cancel(self, reservation_id: str) -> None:
+        self.client.cancel(reservation_id)
+
+    def lease(self, ns: str, hashes: Sequence[bytes]) -> dict:
+        return self.client.request_json(
+            "POST", f"/v1/local/namespaces/{_q(ns)}/blocks:lease", {"blockHashes": [h.hex() for h in hashes]}
+        )
+
+    def release(self, lease_id: str) -> None:
+        self.client.release(lease_id)
+
+    def close(self) -> None:
+        pass
+
+
+def _str(s: str) -> bytes:
+    b = s.encode()
+    return struct.pack("<I", len(b)) + b
+
+
+def _hash(h: Optional[bytes]) -> bytes:
+    if h is None:
+        return b"\x00"
+    return bytes((len(h),)) + bytes(h)
+
+
+class _Reader:
+    def __init__(self, data: bytes):
+        self.data = data
+        self.at = 0
+
+    def u16(self) -> int:
+        (v,) = struct.unpack_from("<H", self.data, self.at)
+        self.at += 2
+        return v
+
+    def u32(self) -> int:
+        (v,) = struct.unpack_from("<I", self.data, self.at)
+        self.at += 4
+        return v
+
+    def i64(self) -> int:
+        (v,) = struct.unpack_from("<q", self.data, self.at)
+        self.at += 8
+        return v
+
+    def str(self) -> str:
+        n = self.u32()
+        s = self.data[self.at : self.at + n].decode()
+        self.at += n
+        return s
+
+    def hash(self) -> str:
+        n = self.data[self.at]
+        h = self.data[self.at + 1 : self.at + 1 + n].hex()
+        self.at += 1 + n
+        return h
+
+    def hashes(self) -> List[str]:
+        return [self.hash() for _ in range(self.u32())]
+
+
+def _recv_exactly(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray(n)
+    view = memoryview(buf)
+    got = 0
+    while got < n:
+        k = sock.recv_into(view[got:])
+        if k == 0:
+            raise ConnectionResetError("kvstore closed the control connection")
+        got += k
+    return bytes(buf)
+
+
+class SocketControl:
+    """The control calls as binary frames on kvstore's local control socket, one connection per thread.
+
+    ``locate`` answers the socket's current path (``GET /v1/local`` again): a connection that fails (the
+    service restarted and listens on a new path) is opened anew there and the call sent once more.
+    """
+
+    kind = "socket"
+
+    def __init__(self, path: str, token: Optional[str], locate: Callable[[], Optional[str]]):
+        self.path = path
+        self.token = token or ""
+        self._locate = locate
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._socks: List[socket.socket] = []
+
+    def close(self) -> None:
+        with self._lock:
+            socks, self._socks = self._socks, []
+        for s in socks:
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _connect(self) -> socket.socket:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.path)
+            self._exchange(s, _HELLO, _str(self.token), "")
+        except BaseException:
+            s.close()
+            raise
+        with self._lock:
+            self._socks.append(s)
+        return s
+
+    def _drop(self) -> None:
+        s = getattr(self._local, "sock", None)
+        self._local.sock = None
+        if s is not None:
+            with self._lock:
+                if s in self._socks:
+                    self._socks.remove(s)
+            try:
+                s.close()
+            except OSError:
+                pass
+
+    def _exchange(self, s: socket.socket, kind: int, body: bytes, what: str) -> _Reader:
+        s.sendall(struct.pack("<IB", len(body) + 1, kind) + body)
+        (n,) = struct.unpack("<I", _recv_exactly(s, 4))
+        data = _recv_exactly(s, n)
+        r = _Reader(data)
+        r.at = 1
+        if data[0] == _ERROR:
+            status = r.u16()
+            problem: dict = {"status": status, "title": r.str(), "detail": r.str()}
+            field = r.str()
+            if field:
+                problem["field"] = field
+            raise problem_error(status, problem, _NAMES.get(kind, str(kind)), what)
+        return r
+
+    def _call(self, kind: int, body: bytes, what: str) -> _Reader:
+        for attempt in (0, 1):
+            s = getattr(self._local, "sock", None)
+            try:
+                if s is None:
+                    s = self._local.sock = self._connect()
+                return self._exchange(s, kind, body, what)
+            except KvStoreError as e:
+                if getattr(e, "title", None) == "Malformed frame":
+                    self._drop()  # kvstore closed this connection
+                raise
+            except OSError as e:
+                self._drop()
+                if attempt:
+                    raise KvStoreUnavailable(f"{_NAMES[kind]} over {self.path}: {e}") from e
+                path = self._locate()  # a restarted service listens elsewhere
+                if path is None:
+                    raise KvStoreUnavailable(f"{_NAMES[kind]} over {self.path}: {e}; kvstore offers no socket now") from e
+                self.path = path
+        raise AssertionError("unreachable")
+
+    def reserve(self, ns: str, blocks: Sequence[Tuple[bytes, Optional[bytes]]], timeout_seconds: Optional[int]) -> dict:
+        parts = [_str(ns), struct.pack("<qI", -1 if timeout_seconds is None else int(timeout_seconds), len(blocks))]
+        for h, p in blocks:
+            parts.append(_hash(h))
+            parts.append(_hash(p))
+        r = self._call(_RESERVE, b"".join(parts), ns)
+        region, rid = r.str(), r.str()
+        r.i64()  # expiresAt (ms)
+        slots = []
+        for _ in range(r.u32()):
+            h = r.hash()
+            slots.append({"hash": h, "offset": r.i64(), "length": r.u32()})
+        return {"regionId": region, "reservationId": rid, "slots": slots, "alreadyStored": r.hashes()}
+
+    def commit(self, ns: str, reservation_id: str) -> dict:
+        r = self._call(_COMMIT, _str(ns) + _str(reservation_id) + struct.pack("<I", 0), ns)
+        committed, already = r.hashes(), r.hashes()
+        failed = []
+        for _ in range(r.u32()):
+            h = r.hash()
+            failed.append({"hash": h, "reason": r.str()})
+        return {"committed": committed, "alreadyStored": already, "failed": failed}
+
+    def cancel(self, reservation_id: str) -> None:
+        self._call(_CANCEL, _str(reservation_id), reservation_id)
+
+    def lease(self, ns: str, hashes: Sequence[bytes]) -> dict:
+        body = b"".join([_str(ns), struct.pack("<qI", -1, len(hashes))] + [_hash(h) for h in hashes])
+        r = self._call(_LEASE, body, ns)
+        region, lease_id = r.str(), r.str()
+        r.i64()  # expiresAt (ms)
+        locations: List[Any] = []
+        for _ in range(r.u32()):
+            h = r.hash()
+            off, length, crc = r.i64(), r.u32(), r.i64()
+            locations.append(
+                {"hash": h, "offset": None if off < 0 else off, "length": length, "crc32c": None if crc < 0 else crc}
+            )
+        return {"regionId": region, "leaseId": lease_id or None, "locations": locations}
+
+    def release(self, lease_id: str) -> None:
+        self._call(_RELEASE, _str(lease_id), lease_id)

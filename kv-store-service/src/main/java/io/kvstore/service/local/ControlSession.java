@@ -1,0 +1,277 @@
+package io.kvstore.service.local;
+
+import io.kvstore.service.blocks.CommitRequest;
+import io.kvstore.service.blocks.CommitResponse;
+import io.kvstore.service.blocks.ReserveRequest;
+import io.kvstore.service.error.InvalidRequestException;
+import io.kvstore.service.error.PayloadTooLargeException;
+import io.kvstore.service.error.ProblemAdvice;
+import io.kvstore.service.error.UnauthorizedException;
+import io.kvstore.service.local.ControlFrames.MalformedFrameException;
+import io.kvstore.service.local.ControlFrames.Reader;
+import io.kvstore.service.local.ControlFrames.Writer;
+import io.kvstore.service.security.Caller;
+import io.kvstore.service.security.TokenStore;
+import jakarta.validation.ConstraintViolation;
+import jakarta.validation.Validator;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.http.ProblemDetail;
+
+/**
+ * One connection of the local control socket: its first frame authenticates the caller (a bearer token, as
+ * HTTP's {@code Authorization} header carries it), then each request frame is answered in turn from
+ * {@link LocalPathService}, the code {@code /v1/local} answers from. A refused call gets an error frame with
+ * the problem fields HTTP would give and the connection stays open; a connection that fails to authenticate
+ * or sends a malformed frame gets an error frame and is closed.
+ */
+final class ControlSession implements Runnable {
+
+    private static final Logger log = LoggerFactory.getLogger(ControlSession.class);
+
+    private final SocketChannel channel;
+    private final LocalPathService service;
+    private final TokenStore tokens;
+    private final ProblemAdvice problems;
+    private final Validator validator;
+    private final long maxFrame;
+    private @Nullable Caller caller;
+
+    ControlSession(
+            SocketChannel channel,
+            LocalPathService service,
+            TokenStore tokens,
+            ProblemAdvice problems,
+            Validator validator,
+            long maxFrame) {
+        this.channel = channel;
+        this.service = service;
+        this.tokens = tokens;
+        this.problems = problems;
+        this.validator = validator;
+        this.maxFrame = maxFrame;
+    }
+
+    @Override
+    public void run() {
+        try (channel) {
+            ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+            while (true) {
+                header.clear();
+                if (!readFully(header)) {
+                    return; // the client closed the connection
+                }
+                long length = Integer.toUnsignedLong(header.getInt(0));
+                if (length < 1 || length > maxFrame) {
+                    send(
+                            length < 1
+                                    ? refusal(
+                                            problems.describe(new MalformedFrameProblem("an empty frame")),
+                                            "Malformed frame")
+                                    : refusal(
+                                            problems.describe(new PayloadTooLargeException(
+                                                    "a frame of " + length + " bytes; at most " + maxFrame
+                                                            + " (kvstore.limits.max-json-body)")),
+                                            null));
+                    return;
+                }
+                ByteBuffer body = ByteBuffer.allocate((int) length);
+                if (!readFully(body)) {
+                    return;
+                }
+                ByteBuffer answer;
+                boolean close = false;
+                try {
+                    answer = answer(new Reader(body.flip()));
+                } catch (MalformedFrameException e) {
+                    log.info("local control socket: closing a connection after a malformed frame ({})", e.getMessage());
+                    answer = refusal(problems.describe(new MalformedFrameProblem(e.getMessage())), "Malformed frame");
+                    close = true;
+                } catch (Exception e) {
+                    answer = refusal(problems.describe(e), null);
+                    close = caller == null; // not authenticated: nothing more is answered
+                }
+                send(answer);
+                if (close) {
+                    return;
+                }
+            }
+        } catch (IOException e) {
+            log.debug("local control connection ended: {}", e.toString());
+        }
+    }
+
+    /** A malformed frame is a bad request; its problem says where the frame went wrong. */
+    private static final class MalformedFrameProblem extends InvalidRequestException {
+        private static final long serialVersionUID = 1L;
+
+        MalformedFrameProblem(String message) {
+            super("frame", "malformed frame: " + message);
+        }
+    }
+
+    private ByteBuffer answer(Reader in) throws IOException {
+        byte kind = in.kind();
+        Caller who = caller;
+        if (who == null) {
+            if (kind != ControlFrames.HELLO) {
+                throw new UnauthorizedException(
+                        "the first frame of a control connection must be HELLO with the caller's bearer token");
+            }
+            String token = in.str();
+            in.end();
+            who = tokens.localCaller(token.isEmpty() ? null : token);
+            String regionId = service.describe(who).regionId();
+            caller = who;
+            return new Writer(ControlFrames.OK)
+                    .str(regionId == null ? "" : regionId)
+                    .finish();
+        }
+        return switch (kind) {
+            case ControlFrames.RESERVE -> reserve(who, in);
+            case ControlFrames.COMMIT -> commit(who, in);
+            case ControlFrames.CANCEL -> {
+                String id = in.str();
+                in.end();
+                service.cancel(who, id);
+                yield new Writer(ControlFrames.OK).finish();
+            }
+            case ControlFrames.LEASE -> lease(who, in);
+            case ControlFrames.RELEASE -> {
+                String id = in.str();
+                in.end();
+                service.release(who, id);
+                yield new Writer(ControlFrames.OK).finish();
+            }
+            default -> throw new MalformedFrameException("unknown frame kind " + Byte.toUnsignedInt(kind));
+        };
+    }
+
+    private ByteBuffer reserve(Caller who, Reader in) throws IOException {
+        String ns = in.str();
+        Long timeout = timeout(in.i64());
+        int n = in.count(2);
+        List<ReserveRequest.Block> blocks = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String hash = in.hash();
+            blocks.add(new ReserveRequest.Block(hash, in.hash()));
+        }
+        in.end();
+        ReserveRequest request = valid(new ReserveRequest(blocks, timeout));
+        LocalPathService.ReserveResponse r = service.reserve(who, ns, request);
+        Writer out = new Writer(ControlFrames.OK)
+                .str(r.regionId())
+                .str(r.reservationId())
+                .i64(r.expiresAt().toEpochMilli())
+                .u32(r.slots().size());
+        for (LocalPathService.Slot slot : r.slots()) {
+            out.hash(slot.hash()).i64(slot.offset()).u32(slot.length());
+        }
+        hashes(out, r.alreadyStored());
+        return out.finish();
+    }
+
+    private ByteBuffer commit(Caller who, Reader in) {
+        String ns = in.str();
+        String reservationId = in.str();
+        int n = in.count(5);
+        Map<String, Long> crcs = n == 0 ? null : new HashMap<>();
+        for (int i = 0; i < n; i++) {
+            String hash = in.hash();
+            crcs.put(hash == null ? "" : hash, in.u32());
+        }
+        in.end();
+        CommitResponse c = service.commit(who, ns, new CommitRequest(reservationId, crcs));
+        Writer out = new Writer(ControlFrames.OK);
+        hashes(out, c.committed());
+        hashes(out, c.alreadyStored());
+        out.u32(c.failed().size());
+        for (CommitResponse.Failure f : c.failed()) {
+            out.hash(f.hash()).str(f.reason());
+        }
+        return out.finish();
+    }
+
+    private ByteBuffer lease(Caller who, Reader in) {
+        String ns = in.str();
+        Long timeout = timeout(in.i64());
+        int n = in.count(1);
+        List<String> hashes = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            String hash = in.hash();
+            hashes.add(hash == null ? "" : hash);
+        }
+        in.end();
+        LocalPathService.LeaseResponse r = service.lease(who, ns, new LocalPathService.LeaseRequest(hashes, timeout));
+        Writer out = new Writer(ControlFrames.OK)
+                .str(r.regionId())
+                .str(r.leaseId() == null ? "" : r.leaseId())
+                .i64(r.expiresAt() == null ? 0 : r.expiresAt().toEpochMilli())
+                .u32(r.locations().size());
+        for (LocalPathService.Location l : r.locations()) {
+            out.hash(l.hash())
+                    .i64(l.offset() == null ? -1 : l.offset())
+                    .u32(l.length())
+                    .i64(l.crc32c() == null ? -1 : l.crc32c());
+        }
+        return out.finish();
+    }
+
+    private static @Nullable Long timeout(long seconds) {
+        return seconds == -1 ? null : seconds;
+    }
+
+    private static void hashes(Writer out, List<String> hashes) {
+        out.u32(hashes.size());
+        for (String h : hashes) {
+            out.hash(h);
+        }
+    }
+
+    /** The request's constraints, checked as {@code @Valid} checks them over HTTP (same field, same detail). */
+    private <T> T valid(T request) {
+        Set<ConstraintViolation<T>> violations = validator.validate(request);
+        if (!violations.isEmpty()) {
+            ConstraintViolation<T> first = violations.iterator().next();
+            String field = first.getPropertyPath().toString();
+            throw new InvalidRequestException(field, field + " " + first.getMessage());
+        }
+        return request;
+    }
+
+    private static ByteBuffer refusal(ProblemDetail problem, @Nullable String title) {
+        Object field =
+                problem.getProperties() == null ? null : problem.getProperties().get("field");
+        return new Writer(ControlFrames.ERROR)
+                .u16(problem.getStatus())
+                .str(title != null ? title : problem.getTitle() == null ? "" : problem.getTitle())
+                .str(problem.getDetail() == null ? "" : problem.getDetail())
+                .str(field == null ? "" : field.toString())
+                .finish();
+    }
+
+    private boolean readFully(ByteBuffer into) throws IOException {
+        while (into.hasRemaining()) {
+            if (channel.read(into) < 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private void send(ByteBuffer frame) throws IOException {
+        while (frame.hasRemaining()) {
+            channel.write(frame);
+        }
+    }
+}

@@ -1,0 +1,191 @@
+package io.kvstore.service.local;
+
+import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ProblemAdvice;
+import io.kvstore.service.security.TokenStore;
+import jakarta.validation.Validator;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.AsynchronousCloseException;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.FileSystems;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.beans.factory.annotation.Value;
+import org.springframework.context.SmartLifecycle;
+import org.springframework.stereotype.Component;
+
+/**
+ * The local control socket: a Unix domain socket that carries the same-host path's hot calls (reserve,
+ * commit, cancel, lease, release) in compact binary frames ({@link ControlFrames}), so a local engine's
+ * control calls skip Tomcat, JSON and the per-request observation of Spring MVC. A virtual thread per
+ * connection reads a frame, answers it, and waits for the next (blocking I/O, one call at a time per
+ * connection; clients open one connection per thread).
+ *
+ * <p>Who may connect is decided as for the tier's file: the socket is bound in a private directory, given
+ * the file's mode ({@code 0600}, or {@code 0660} and the file's group) and only then moved to its path, so no
+ * other user can connect in between. Each connection then authenticates with a bearer token as HTTP does
+ * ({@link ControlSession}), and every call goes through the tenant checks of {@link LocalPathService}.
+ * Off when the same-host path is off, when {@code kvstore.local.control-socket} is empty, and in cluster
+ * mode (a reserve there must first be checked for placement on this node, which only HTTP does).
+ */
+@Component
+public class ControlSocketServer implements SmartLifecycle {
+
+    private static final Logger log = LoggerFactory.getLogger(ControlSocketServer.class);
+
+    private final LocalDataPath local;
+    private final LocalPathService service;
+    private final TokenStore tokens;
+    private final ProblemAdvice problems;
+    private final Validator validator;
+    private final @Nullable String configured;
+    private final long maxFrame;
+    private final boolean cluster;
+    private final Set<SocketChannel> open = ConcurrentHashMap.newKeySet();
+    private volatile @Nullable ServerSocketChannel server;
+    private volatile @Nullable Path path;
+
+    public ControlSocketServer(
+            LocalDataPath local,
+            LocalPathService service,
+            TokenStore tokens,
+            ProblemAdvice problems,
+            Validator validator,
+            KvStoreProperties properties,
+            @Value("${kvstore.cluster.enabled:false}") boolean cluster) {
+        this.local = local;
+        this.service = service;
+        this.tokens = tokens;
+        this.problems = problems;
+        this.validator = validator;
+        this.configured = properties.local().controlSocket();
+        this.maxFrame = properties.limits().maxJsonBody().toBytes();
+        this.cluster = cluster;
+    }
+
+    @Override
+    public void start() {
+        Path file = local.file();
+        if (file == null || (configured != null && configured.isBlank())) {
+            return;
+        }
+        if (cluster) {
+            log.info("local control socket off in cluster mode: same-host clients send their control calls over HTTP");
+            return;
+        }
+        Path socket = configured == null ? file.resolveSibling(file.getFileName() + ".sock") : Path.of(configured);
+        try {
+            server = bind(socket.toAbsolutePath(), local.group());
+        } catch (IOException e) {
+            throw new UncheckedIOException("kvstore.local.control-socket: cannot listen on " + socket, e);
+        }
+        path = socket;
+        local.controlSocket(socket);
+        Thread.ofPlatform().name("kvstore-control-accept").daemon().start(this::accept);
+        log.info(
+                "local control socket at {} ({}): same-host clients send reserve, commit, lease and release there",
+                socket,
+                local.group() == null ? "owner only" : "owner and group " + local.group());
+    }
+
+    /** Binds in a private directory, sets the socket file's mode and group, then moves it into place. */
+    private static ServerSocketChannel bind(Path socket, @Nullable String group) throws IOException {
+        Path parent = socket.getParent();
+        Path staging = Files.createTempDirectory(
+                parent,
+                ".kvstore-control-",
+                PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+        Path inside = staging.resolve("s");
+        ServerSocketChannel channel = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+        try {
+            channel.bind(UnixDomainSocketAddress.of(inside));
+            Files.setPosixFilePermissions(inside, PosixFilePermissions.fromString("rw-------"));
+            if (group != null) {
+                Files.getFileAttributeView(inside, PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
+                        .setGroup(FileSystems.getDefault()
+                                .getUserPrincipalLookupService()
+                                .lookupPrincipalByGroupName(group));
+                Files.setPosixFilePermissions(inside, PosixFilePermissions.fromString("rw-rw----"));
+            }
+            Files.deleteIfExists(socket); // a socket of an earlier run of this very configuration
+            Files.move(inside, socket, StandardCopyOption.ATOMIC_MOVE);
+            return channel;
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            Files.deleteIfExists(inside);
+            throw e;
+        } finally {
+            Files.deleteIfExists(staging);
+        }
+    }
+
+    private void accept() {
+        ServerSocketChannel s = server;
+        long n = 0;
+        while (s != null && s.isOpen()) {
+            SocketChannel channel;
+            try {
+                channel = s.accept();
+            } catch (AsynchronousCloseException e) {
+                return; // stopped
+            } catch (IOException e) {
+                log.warn("local control socket: accept failed: {}", e.toString());
+                continue;
+            }
+            open.add(channel);
+            ControlSession session = new ControlSession(channel, service, tokens, problems, validator, maxFrame);
+            Thread.ofVirtual().name("kvstore-control-", n++).start(() -> {
+                try {
+                    session.run();
+                } finally {
+                    open.remove(channel);
+                }
+            });
+        }
+    }
+
+    @Override
+    public void stop() {
+        ServerSocketChannel s = server;
+        Path p = path;
+        server = null;
+        if (s == null) {
+            return;
+        }
+        local.controlSocket(null);
+        try {
+            s.close();
+            for (SocketChannel c : open) {
+                c.close();
+            }
+            if (p != null) {
+                Files.deleteIfExists(p);
+            }
+        } catch (IOException e) {
+            log.warn("local control socket: closing failed: {}", e.toString());
+        }
+    }
+
+    @Override
+    public boolean isRunning() {
+        return server != null;
+    }
+
+    /** The socket's path while it listens, else null. */
+    public @Nullable Path path() {
+        return path;
+    }
+}

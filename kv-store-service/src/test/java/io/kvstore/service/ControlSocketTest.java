@@ -1,0 +1,407 @@
+package io.kvstore.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockHash;
+import io.kvstore.service.local.ControlFrames;
+import io.kvstore.service.local.ControlFrames.Reader;
+import io.kvstore.service.local.ControlFrames.Writer;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The local control socket over a real Unix socket: it is advertised by {@code GET /v1/local} with the tier
+ * file's permissions; a connection must authenticate with a bearer token as HTTP does; reserve, commit,
+ * lease and release move blocks byte-exact through the tier; tenant rules and refusals are HTTP's (same
+ * status, title, field), and a malformed frame closes only its own connection.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "kvstore.local.enabled=true",
+            "kvstore.tiers.dram.capacity=8MB",
+            "kvstore.tiers.dram.slab-size=1MB",
+            "kvstore.tiers.nvme.enabled=false",
+            "kvstore.tokens[0].tenant=alpha",
+            "kvstore.tokens[0].token=alpha-token-0123456789",
+            "kvstore.tokens[0].write=a-*",
+            "kvstore.tokens[0].one-sided=true",
+            "kvstore.tokens[1].tenant=beta",
+            "kvstore.tokens[1].token=beta-token-0123456789",
+            "kvstore.tokens[1].write=*",
+            "kvstore.tokens[1].one-sided=true",
+            "kvstore.tokens[2].tenant=alpha",
+            "kvstore.tokens[2].token=alpha-reader-0123456789",
+            "kvstore.tokens[2].read=a-*"
+        })
+class ControlSocketTest {
+
+    static final Path DATA_DIR = TempDirs.create("kvstore-control-socket-test");
+    static final String ALPHA = "alpha-token-0123456789";
+    static final String BETA = "beta-token-0123456789";
+    static final String[] ALPHA_HEADER = {"Authorization", "Bearer " + ALPHA};
+    static final String[] BETA_HEADER = {"Authorization", "Bearer " + BETA};
+
+    @DynamicPropertySource
+    static void dataDir(DynamicPropertyRegistry registry) {
+        registry.add("kvstore.data-dir", DATA_DIR::toString);
+    }
+
+    @LocalServerPort
+    int port;
+
+    private Http http() {
+        return new Http(port);
+    }
+
+    /** One connection to the socket; each call sends a frame and reads the answer. */
+    static final class Connection implements AutoCloseable {
+        final SocketChannel channel;
+
+        Connection(Path socket) throws IOException {
+            channel = SocketChannel.open(StandardProtocolFamily.UNIX);
+            channel.connect(UnixDomainSocketAddress.of(socket));
+        }
+
+        Reader call(Writer frame) throws IOException {
+            return send(frame.finish());
+        }
+
+        Reader send(ByteBuffer frame) throws IOException {
+            while (frame.hasRemaining()) {
+                channel.write(frame);
+            }
+            ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
+            readFully(header);
+            ByteBuffer body = ByteBuffer.allocate(header.getInt(0));
+            readFully(body);
+            return new Reader(body.flip());
+        }
+
+        /** Whether the service closed the connection (a read sees its end). */
+        boolean closedByService() throws IOException {
+            return channel.read(ByteBuffer.allocate(1)) < 0;
+        }
+
+        private void readFully(ByteBuffer b) throws IOException {
+            while (b.hasRemaining()) {
+                if (channel.read(b) < 0) {
+                    throw new IOException("the service closed the connection");
+                }
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            channel.close();
+        }
+    }
+
+    /** An error frame's fields. */
+    record Problem(int status, String title, String detail, String field) {}
+
+    private static Problem problem(Reader r) {
+        byte kind = r.kind();
+        assertThat(kind).as("an error frame").isEqualTo(ControlFrames.ERROR);
+        int status = r.u16();
+        return new Problem(status, r.str(), r.str(), r.str());
+    }
+
+    private Path socket() throws Exception {
+        var view = http().get("/v1/local", ALPHA_HEADER);
+        assertThat(view.statusCode()).as(view.body()).isEqualTo(200);
+        return Path.of(TenantApiTest.field(view.body(), "controlSocket"));
+    }
+
+    private Connection hello(String token) throws Exception {
+        Connection c = new Connection(socket());
+        Reader ok = c.call(new Writer(ControlFrames.HELLO).str(token));
+        assertThat(ok.kind()).isEqualTo(ControlFrames.OK);
+        assertThat(ok.str()).isNotEmpty(); // the region id
+        return c;
+    }
+
+    private void declare(String ns, String[] header) throws Exception {
+        var declared = http().json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"), header);
+        assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
+    }
+
+    private static Writer reserve(String ns, List<BlockHash> hashes) {
+        Writer w = new Writer(ControlFrames.RESERVE).str(ns).i64(-1).u32(hashes.size());
+        for (int i = 0; i < hashes.size(); i++) {
+            w.hash(hashes.get(i).hex()).hash(i == 0 ? null : hashes.get(i - 1).hex());
+        }
+        return w;
+    }
+
+    @Test
+    void theSocketIsAdvertisedWithTheTierFilesPermissions() throws Exception {
+        Path socket = socket();
+        var view = http().get("/v1/local", ALPHA_HEADER).body();
+        Path file = Path.of(TenantApiTest.field(view, "path"));
+        assertThat(socket).isEqualTo(file.resolveSibling(file.getFileName() + ".sock"));
+        assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(socket)))
+                .isEqualTo("rw-------");
+        assertThat(Files.getOwner(socket)).isEqualTo(Files.getOwner(file));
+    }
+
+    @Test
+    void aConnectionWithoutValidCredentialsGetsAnErrorFrameAndIsClosed() throws Exception {
+        try (Connection c = new Connection(socket())) {
+            Problem p = problem(c.call(new Writer(ControlFrames.HELLO).str("")));
+            assertThat(p.status()).isEqualTo(401);
+            assertThat(c.closedByService()).isTrue();
+        }
+        try (Connection c = new Connection(socket())) {
+            Problem p = problem(c.call(new Writer(ControlFrames.HELLO).str("not-a-token-at-all")));
+            assertThat(p.status()).isEqualTo(403);
+            assertThat(p.detail()).contains("not a valid API token");
+            assertThat(c.closedByService()).isTrue();
+        }
+        try (Connection c = new Connection(socket())) { // a token without the one-sided grant
+            Problem p = problem(c.call(new Writer(ControlFrames.HELLO).str("alpha-reader-0123456789")));
+            assertThat(p.status()).isEqualTo(403);
+            assertThat(p.detail()).contains("oneSided");
+            assertThat(c.closedByService()).isTrue();
+        }
+        try (Connection c = new Connection(socket())) { // a call before HELLO
+            declare("a-early", ALPHA_HEADER);
+            Problem p = problem(c.call(reserve("a-early", TestLayout.hashes(TestLayout.tokens(1, 1)))));
+            assertThat(p.status()).isEqualTo(401);
+            assertThat(c.closedByService()).isTrue();
+        }
+    }
+
+    @Test
+    void blocksStoredOverTheSocketAreByteExactThroughTheTierAndLeasedBack() throws Exception {
+        declare("a-round", ALPHA_HEADER);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(3, 11));
+        List<byte[]> blocks = TestLayout.blocks(3, 12);
+        var view = http().get("/v1/local", ALPHA_HEADER).body();
+        Path file = Path.of(TenantApiTest.field(view, "path"));
+        try (Connection c = hello(ALPHA);
+                Arena arena = Arena.ofConfined();
+                FileChannel fc = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            MemorySegment tier = fc.map(FileChannel.MapMode.READ_WRITE, 0, fc.size(), arena);
+            Reader r = c.call(reserve("a-round", hashes));
+            assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+            r.str(); // region id
+            String reservation = r.str();
+            assertThat(r.i64()).isGreaterThan(System.currentTimeMillis()); // expires ahead
+            int slots = (int) r.u32();
+            assertThat(slots).isEqualTo(3);
+            for (int i = 0; i < slots; i++) {
+                String hash = r.hash();
+                long offset = r.i64();
+                assertThat(r.u32()).isEqualTo(TestLayout.BLOCK_BYTES);
+                byte[] bytes = blocks.get(indexOf(hashes, hash));
+                MemorySegment.copy(bytes, 0, tier, ValueLayout.JAVA_BYTE, offset, bytes.length);
+            }
+            assertThat(r.u32()).isZero(); // none stored before
+            r.end();
+
+            Reader committed = c.call(new Writer(ControlFrames.COMMIT)
+                    .str("a-round")
+                    .str(reservation)
+                    .u32(0));
+            assertThat(committed.kind()).isEqualTo(ControlFrames.OK);
+            List<String> done = hexes(committed);
+            assertThat(done).containsExactlyInAnyOrderElementsOf(hexes(hashes));
+            assertThat(hexes(committed)).isEmpty();
+            assertThat(committed.u32()).isZero(); // none failed
+
+            // what HTTP serves is what was copied in over the socket's slots
+            // (served only after its CRC32C check against the checksum taken at commit)
+            var fetched = java.net.http.HttpClient.newHttpClient()
+                    .send(
+                            java.net.http.HttpRequest.newBuilder(java.net.URI.create(
+                                            "http://127.0.0.1:" + port + "/v1/namespaces/a-round/blocks:fetch"))
+                                    .header("Content-Type", "application/json")
+                                    .header(ALPHA_HEADER[0], ALPHA_HEADER[1])
+                                    .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
+                                            "{\"blockHashes\":" + Http.hexList(hashes) + "}"))
+                                    .build(),
+                            java.net.http.HttpResponse.BodyHandlers.ofByteArray());
+            assertThat(fetched.statusCode()).isEqualTo(200);
+            for (byte[] block : blocks) {
+                assertThat(indexOf(fetched.body(), block))
+                        .as("a stored block in the fetch answer")
+                        .isNotNegative();
+            }
+
+            Writer lease =
+                    new Writer(ControlFrames.LEASE).str("a-round").i64(-1).u32(hashes.size());
+            hashes.forEach(h -> lease.hash(h.hex()));
+            Reader leased = c.call(lease);
+            assertThat(leased.kind()).isEqualTo(ControlFrames.OK);
+            leased.str();
+            String leaseId = leased.str();
+            assertThat(leaseId).isNotEmpty();
+            leased.i64();
+            assertThat(leased.u32()).isEqualTo(3);
+            for (int i = 0; i < 3; i++) {
+                assertThat(leased.hash()).isEqualTo(hashes.get(i).hex());
+                long offset = leased.i64();
+                int length = (int) leased.u32();
+                long crc = leased.i64();
+                byte[] out = new byte[length];
+                MemorySegment.copy(tier, ValueLayout.JAVA_BYTE, offset, out, 0, length);
+                assertThat(out).isEqualTo(blocks.get(i));
+                java.util.zip.CRC32C want = new java.util.zip.CRC32C();
+                want.update(blocks.get(i));
+                assertThat(crc).isEqualTo(want.getValue());
+            }
+            // a lease blocks the delete until it is released over the socket
+            assertThat(http().send(
+                                    "DELETE",
+                                    "/v1/namespaces/a-round/blocks/"
+                                            + hashes.getFirst().hex(),
+                                    null,
+                                    null,
+                                    ALPHA_HEADER)
+                            .statusCode())
+                    .isEqualTo(409);
+            assertThat(c.call(new Writer(ControlFrames.RELEASE).str(leaseId)).kind())
+                    .isEqualTo(ControlFrames.OK);
+            Problem again = problem(c.call(new Writer(ControlFrames.RELEASE).str(leaseId)));
+            assertThat(again.status()).isEqualTo(404);
+            // a refused call leaves the connection open
+            assertThat(c.call(new Writer(ControlFrames.RESERVE)
+                                    .str("a-round")
+                                    .i64(-1)
+                                    .u32(0))
+                            .kind())
+                    .isEqualTo(ControlFrames.ERROR);
+            Reader cancelUnknown = c.call(new Writer(ControlFrames.CANCEL).str("no-such-reservation"));
+            assertThat(problem(cancelUnknown).status()).isEqualTo(404);
+        }
+    }
+
+    @Test
+    void everyFramesNamespaceGoesThroughTheTenantCheck() throws Exception {
+        declare("a-owned-by-beta", BETA_HEADER);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(1, 21));
+        try (Connection alpha = hello(ALPHA)) {
+            Problem p = problem(alpha.call(reserve("a-owned-by-beta", hashes)));
+            assertThat(p.status()).isEqualTo(403);
+            assertThat(p.title()).isEqualTo("Forbidden");
+            assertThat(p.detail()).contains("tenant 'alpha'", "a-owned-by-beta");
+            Problem lease = problem(alpha.call(new Writer(ControlFrames.LEASE)
+                    .str("a-owned-by-beta")
+                    .i64(-1)
+                    .u32(1)
+                    .hash(hashes.getFirst().hex())));
+            assertThat(lease.status()).isEqualTo(403);
+            // beta's reservation cannot be committed or cancelled by alpha
+            try (Connection beta = hello(BETA)) {
+                Reader r = beta.call(reserve("a-owned-by-beta", hashes));
+                assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+                r.str();
+                String reservation = r.str();
+                Problem cancel = problem(alpha.call(new Writer(ControlFrames.CANCEL).str(reservation)));
+                assertThat(cancel.status()).isEqualTo(403);
+                assertThat(beta.call(new Writer(ControlFrames.CANCEL).str(reservation))
+                                .kind())
+                        .isEqualTo(ControlFrames.OK);
+            }
+            // the connection stays usable after refusals
+            declare("a-mine", ALPHA_HEADER);
+            assertThat(alpha.call(reserve("a-mine", hashes)).kind()).isEqualTo(ControlFrames.OK);
+        }
+    }
+
+    @Test
+    void refusalsCarryHttpsProblemFieldsAndAMalformedFrameClosesOnlyItsConnection() throws Exception {
+        declare("a-shapes", ALPHA_HEADER);
+        try (Connection c = hello(ALPHA);
+                Connection other = hello(ALPHA)) {
+            Problem empty = problem(c.call(
+                    new Writer(ControlFrames.RESERVE).str("a-shapes").i64(-1).u32(0)));
+            assertThat(empty)
+                    .isEqualTo(new Problem(
+                            400, "Invalid request", "blocks must list at least one block to reserve", "blocks"));
+            Problem shortHash = problem(c.call(new Writer(ControlFrames.RESERVE)
+                    .str("a-shapes")
+                    .i64(-1)
+                    .u32(1)
+                    .hash("abcd")
+                    .hash(null)));
+            assertThat(shortHash.status()).isEqualTo(400);
+            assertThat(shortHash.field()).isEqualTo("blocks[0].hash");
+            Problem timeout = problem(c.call(reserve("a-shapes", TestLayout.hashes(TestLayout.tokens(1, 5)))
+                    .i64(0)));
+            assertThat(timeout.title()).isEqualTo("Malformed frame"); // bytes after the fields
+
+            // that malformed frame closed c; other is untouched
+            assertThat(c.closedByService()).isTrue();
+            Problem unknownNs = problem(other.call(
+                    new Writer(ControlFrames.LEASE).str("a-nope").i64(-1).u32(0)));
+            assertThat(unknownNs.status()).isEqualTo(404);
+            ByteBuffer truncated = ByteBuffer.allocate(9).order(ByteOrder.LITTLE_ENDIAN);
+            truncated.putInt(5).put(ControlFrames.RESERVE).putInt(1000).flip(); // a name longer than the frame
+            Problem cut = problem(other.send(truncated));
+            assertThat(cut.status()).isEqualTo(400);
+            assertThat(cut.title()).isEqualTo("Malformed frame");
+            assertThat(other.closedByService()).isTrue();
+        }
+        try (Connection c = hello(ALPHA)) {
+            Problem unknownKind = problem(c.call(new Writer((byte) 99)));
+            assertThat(unknownKind.title()).isEqualTo("Malformed frame");
+            assertThat(unknownKind.detail()).contains("unknown frame kind 99");
+        }
+    }
+
+    private static int indexOf(List<BlockHash> hashes, String hex) {
+        for (int i = 0; i < hashes.size(); i++) {
+            if (hashes.get(i).hex().equals(hex)) {
+                return i;
+            }
+        }
+        throw new AssertionError("no block " + hex);
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0; i + needle.length <= haystack.length; i++) {
+            for (int j = 0; j < needle.length; j++) {
+                if (haystack[i + j] != needle[j]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
+    private static List<String> hexes(Reader r) {
+        int n = (int) r.u32();
+        List<String> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(r.hash());
+        }
+        return out;
+    }
+
+    private static List<String> hexes(List<BlockHash> hashes) {
+        return hashes.stream().map(BlockHash::hex).toList();
+    }
+}
