@@ -346,6 +346,8 @@ def test_a_group_named_by_the_operator_may_map_the_tier_too(tmp_path):
         st = os.stat(view["path"])
         assert stat.S_IMODE(st.st_mode) == 0o660 and st.st_gid == os.getgid()
         assert view["group"] == group
+        sock = os.stat(view["controlSocket"])  # the control socket: the same mode and group
+        assert stat.S_ISSOCK(sock.st_mode) and stat.S_IMODE(sock.st_mode) == 0o660 and sock.st_gid == os.getgid()
     finally:
         svc.stop()
 
