@@ -20,8 +20,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
@@ -51,7 +54,9 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.tokens[1].one-sided=true",
             "kvstore.tokens[2].tenant=alpha",
             "kvstore.tokens[2].token=alpha-reader-0123456789",
-            "kvstore.tokens[2].read=a-*"
+            "kvstore.tokens[2].read=a-*",
+            "kvstore.local.control-max-connections=8",
+            "kvstore.local.control-hello-timeout=1s"
         })
 class ControlSocketTest {
 
@@ -90,6 +95,11 @@ class ControlSocketTest {
             while (frame.hasRemaining()) {
                 channel.write(frame);
             }
+            return receive();
+        }
+
+        /** The next frame the service sends. */
+        Reader receive() throws IOException {
             ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
             readFully(header);
             ByteBuffer body = ByteBuffer.allocate(header.getInt(0));
@@ -403,5 +413,75 @@ class ControlSocketTest {
 
     private static List<String> hexes(List<BlockHash> hashes) {
         return hashes.stream().map(BlockHash::hex).toList();
+    }
+
+    @Test
+    void aConnectionThatNeverSendsItsCredentialsIsClosedAfterTheHelloTimeout() throws Exception {
+        try (Connection idle = new Connection(socket())) {
+            long start = System.nanoTime();
+            boolean closed = CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return idle.closedByService();
+                        } catch (IOException e) {
+                            return true; // reset by the service: closed as well
+                        }
+                    })
+                    .get(30, TimeUnit.SECONDS);
+            assertThat(closed).isTrue();
+            assertThat(Duration.ofNanos(System.nanoTime() - start)).isGreaterThanOrEqualTo(Duration.ofMillis(900));
+        }
+        try (Connection late = hello(ALPHA)) { // one that authenticates in time stays open past the deadline
+            Thread.sleep(1500);
+            declare("a-late", ALPHA_HEADER);
+            Reader r = late.call(reserve("a-late", TestLayout.hashes(TestLayout.tokens(1, 5))));
+            assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+        }
+    }
+
+    @Test
+    void beyondTheMostConnectionsANewOneIsAnswered503AndClosedUntilOneEnds() throws Exception {
+        List<Connection> held = new java.util.ArrayList<>();
+        try {
+            // earlier tests' connections may still be ending on the service's side: fill up to the limit
+            while (true) {
+                Connection c = new Connection(socket());
+                Reader first;
+                try {
+                    first = c.call(new Writer(ControlFrames.HELLO).str(ALPHA));
+                } catch (IOException refusedBeforeHello) {
+                    first = null; // refused and closed before our HELLO went out
+                }
+                if (first == null || first.kind() != ControlFrames.OK) {
+                    c.close();
+                    assertThat(held).hasSizeLessThanOrEqualTo(8).hasSizeGreaterThanOrEqualTo(6);
+                    break;
+                }
+                held.add(c);
+                assertThat(held).hasSizeLessThanOrEqualTo(8);
+            }
+            try (Connection refused = new Connection(socket())) {
+                Problem p = problem(refused.receive());
+                assertThat(p.status()).isEqualTo(503);
+                assertThat(p.title()).isEqualTo("Too many control connections");
+                assertThat(p.detail()).contains("kvstore.local.control-max-connections");
+                assertThat(refused.closedByService()).isTrue();
+            }
+            held.remove(0).close();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            Connection again = null;
+            while (again == null) {
+                try {
+                    again = hello(ALPHA);
+                } catch (IOException | AssertionError stillFull) {
+                    assertThat(System.nanoTime()).as("a slot freed within 10 s").isLessThan(deadline);
+                    Thread.sleep(50);
+                }
+            }
+            held.add(again);
+        } finally {
+            for (Connection c : held) {
+                c.close();
+            }
+        }
     }
 }

@@ -193,12 +193,18 @@ public record KvStoreProperties(
      * @param controlSocket the Unix socket that carries the path's control calls (reserve, commit, cancel,
      *     lease, release) in binary frames, off HTTP; unset: {@code <tier file>.sock} beside the tier's file,
      *     empty: no socket (clients use {@code /v1/local} over HTTP)
+     * @param controlMaxConnections control connections served at once (each holds a thread); a connection
+     *     beyond is answered 503 and closed
+     * @param controlHelloTimeout how long a new control connection may take to send its credentials before it
+     *     is closed
      */
     public record Local(
             @DefaultValue("false") boolean enabled,
             @NotNull @DefaultValue("/dev/shm") Path directory,
             @NotNull @DefaultValue("") String group,
-            @Nullable String controlSocket) {}
+            @Nullable String controlSocket,
+            @Min(1) @Max(65_536) @DefaultValue("256") int controlMaxConnections,
+            @NotNull @DefaultValue("10s") Duration controlHelloTimeout) {}
 
     /**
      * One engine API token.

@@ -26,6 +26,7 @@ import java.util.Set;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import org.springframework.http.HttpStatus;
 import org.springframework.http.ProblemDetail;
 
 /**
@@ -45,7 +46,8 @@ final class ControlSession implements Runnable {
     private final ProblemAdvice problems;
     private final Validator validator;
     private final long maxFrame;
-    private @Nullable Caller caller;
+    /** Set once the HELLO frame is accepted; read by the server's credentials deadline. */
+    private volatile @Nullable Caller caller;
 
     ControlSession(
             SocketChannel channel,
@@ -247,6 +249,29 @@ final class ControlSession implements Runnable {
             throw new InvalidRequestException(field, field + " " + first.getMessage());
         }
         return request;
+    }
+
+    /** Whether the connection has sent accepted credentials. */
+    boolean authenticated() {
+        return caller != null;
+    }
+
+    /** Answers a connection the server cannot take 503 (its frame in place of HELLO's answer) and closes it. */
+    static void refuseBusy(SocketChannel channel, int limit) {
+        try (channel) {
+            ByteBuffer frame = refusal(
+                    ProblemDetail.forStatusAndDetail(
+                            HttpStatus.SERVICE_UNAVAILABLE,
+                            "the local control socket serves " + limit + " connections at once"
+                                    + " (kvstore.local.control-max-connections); try again, or use /v1/local over"
+                                    + " HTTP"),
+                    "Too many control connections");
+            while (frame.hasRemaining()) {
+                channel.write(frame);
+            }
+        } catch (IOException e) {
+            log.debug("local control socket: refusing a connection failed: {}", e.toString());
+        }
     }
 
     private static ByteBuffer refusal(ProblemDetail problem, @Nullable String title) {

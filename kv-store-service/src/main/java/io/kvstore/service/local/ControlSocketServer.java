@@ -18,8 +18,13 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -56,7 +61,15 @@ public class ControlSocketServer implements SmartLifecycle {
     private final @Nullable String configured;
     private final long maxFrame;
     private final boolean cluster;
+    private final int maxConnections;
+    private final Duration helloTimeout;
     private final Set<SocketChannel> open = ConcurrentHashMap.newKeySet();
+    /** Closes connections that have not sent their credentials in time. */
+    private final ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().name("kvstore-control-deadlines").daemon().factory());
+    /** When the last refusal for too many connections was logged (one line a minute at most). */
+    private final AtomicLong refusalLogged = new AtomicLong(System.nanoTime() - TimeUnit.MINUTES.toNanos(1));
+
     private volatile @Nullable ServerSocketChannel server;
     private volatile @Nullable Path path;
 
@@ -75,6 +88,8 @@ public class ControlSocketServer implements SmartLifecycle {
         this.validator = validator;
         this.configured = properties.local().controlSocket();
         this.maxFrame = properties.limits().maxJsonBody().toBytes();
+        this.maxConnections = properties.local().controlMaxConnections();
+        this.helloTimeout = properties.local().controlHelloTimeout();
         this.cluster = cluster;
     }
 
@@ -147,8 +162,28 @@ public class ControlSocketServer implements SmartLifecycle {
                 log.warn("local control socket: accept failed: {}", e.toString());
                 continue;
             }
+            if (open.size() >= maxConnections) {
+                ControlSession.refuseBusy(channel, maxConnections);
+                long now = System.nanoTime();
+                long last = refusalLogged.get();
+                if (now - last >= TimeUnit.MINUTES.toNanos(1) && refusalLogged.compareAndSet(last, now)) {
+                    log.warn(
+                            "local control socket: {} connections open, the most it serves"
+                                    + " (kvstore.local.control-max-connections); refusing new ones with 503",
+                            maxConnections);
+                }
+                continue;
+            }
             open.add(channel);
             ControlSession session = new ControlSession(channel, service, tokens, problems, validator, maxFrame);
+            deadlines.schedule(
+                    () -> {
+                        if (!session.authenticated()) {
+                            closeQuietly(channel); // the session's read ends and it returns
+                        }
+                    },
+                    helloTimeout.toMillis(),
+                    TimeUnit.MILLISECONDS);
             Thread.ofPlatform().daemon().name("kvstore-control-", n++).start(() -> {
                 try {
                     session.run();
@@ -156,6 +191,14 @@ public class ControlSocketServer implements SmartLifecycle {
                     open.remove(channel);
                 }
             });
+        }
+    }
+
+    private static void closeQuietly(SocketChannel channel) {
+        try {
+            channel.close();
+        } catch (IOException e) {
+            log.debug("local control socket: closing a connection failed: {}", e.toString());
         }
     }
 
