@@ -156,7 +156,9 @@ public final class KvEventCodec {
             if (dataParallelRank < 0) {
                 throw new IllegalArgumentException("data_parallel_rank must not be negative: " + dataParallelRank);
             }
-            byte[] payload = new byte[1 + 9 + 5 + length + 9];
+            // sized exactly: the array header, the float, the events' array header, the events, the rank
+            int countHeader = count < 16 ? 1 : count < 1 << 16 ? 3 : 5;
+            byte[] payload = new byte[1 + 9 + countHeader + length + unsignedLength(dataParallelRank)];
             int at = 0;
             payload[at++] = (byte) 0x93; // [ts, events, data_parallel_rank]
             payload[at++] = (byte) 0xcb; // float 64
@@ -174,7 +176,10 @@ public final class KvEventCodec {
             at = unsigned(payload, at + length, dataParallelRank);
             length = 0;
             count = 0;
-            return Arrays.copyOf(payload, at);
+            if (at != payload.length) {
+                throw new IllegalStateException("batch of " + payload.length + " bytes written to " + at);
+            }
+            return payload;
         }
 
         private void room(int bytes) {
@@ -195,6 +200,20 @@ public final class KvEventCodec {
      * Writes {@code v} read as unsigned in msgpack's smallest form (positive fixint, uint8, 16, 32 or 64), as
      * msgspec writes a non-negative Python int; returns the position after it.
      */
+    /** The bytes {@link #unsigned} writes for {@code v}. */
+    static int unsignedLength(long v) {
+        if (v >= 0 && v < 1 << 7) {
+            return 1;
+        } else if (v >= 0 && v < 1 << 8) {
+            return 2;
+        } else if (v >= 0 && v < 1 << 16) {
+            return 3;
+        } else if (v >= 0 && v < 1L << 32) {
+            return 5;
+        }
+        return 9;
+    }
+
     static int unsigned(byte[] out, int at, long v) {
         if (v >= 0 && v < 1 << 7) {
             out[at] = (byte) v;

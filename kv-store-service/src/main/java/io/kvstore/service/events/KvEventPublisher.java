@@ -41,6 +41,9 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
     private static final Logger log = LoggerFactory.getLogger(KvEventPublisher.class);
 
+    /** Event shapes the publisher keeps encoded across rounds, at most. */
+    static final int MAX_SHAPES = 4096;
+
     /** Copies re-announced per publisher round after a clear: paced so that live changes keep flowing. */
     static final int RESYNC_PER_ROUND = 2048;
 
@@ -222,6 +225,27 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         /** The target of the change before, checked first: changes come in runs of one namespace. */
         private @Nullable Target last;
 
+        /**
+         * Shapes by what they encode, kept across rounds (targets are resolved again each round): encoding a
+         * shape takes msgpack-java's packer and its 8 KiB buffer, once per kind of event rather than once per
+         * round. Cleared when it grows past {@link #MAX_SHAPES} (as many namespace configurations as that).
+         */
+        private final Map<List<@Nullable Object>, KvEventCodec.Shape> shapes = new HashMap<>();
+
+        KvEventCodec.Shape shape(
+                String medium, int blockSize, @Nullable String loraName, @Nullable List<Object> extra) {
+            List<@Nullable Object> key = Arrays.asList(medium, blockSize, loraName, extra);
+            KvEventCodec.Shape s = shapes.get(key);
+            if (s == null) {
+                if (shapes.size() >= MAX_SHAPES) {
+                    shapes.clear();
+                }
+                s = codec.shape(medium, blockSize, loraName, extra);
+                shapes.put(key, s);
+            }
+            return s;
+        }
+
         void begin() {
             targets.clear(); // one resolution per round: a namespace declared meanwhile shows from the next
             last = null;
@@ -286,7 +310,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         KvEventCodec.Shape shape(TierId tier) {
             KvEventCodec.Shape s = shapes[tier.ordinal()];
             if (s == null) {
-                s = codec.shape(medium.get(tier), resolved.blockSize(), resolved.loraName(), resolved.extraKeys());
+                s = batcher.shape(medium.get(tier), resolved.blockSize(), resolved.loraName(), resolved.extraKeys());
                 shapes[tier.ordinal()] = s;
             }
             return s;

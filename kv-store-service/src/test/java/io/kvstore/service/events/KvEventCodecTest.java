@@ -92,4 +92,20 @@ class KvEventCodecTest {
             }
         }
     }
+
+    @Test
+    void aBatchIsExactlyAsLongAsItsRanksSmallestForm() throws Exception {
+        KvEventCodec codec = new KvEventCodec(EventEncoding.ARRAY);
+        for (int rank : new int[] {0, 127, 128, 255, 256, 65_535, 65_536, Integer.MAX_VALUE}) {
+            byte[] payload = codec.encode(1.0, List.of(new KvEvent.BlockRemoved(7, "CPU")), rank);
+            try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
+                assertThat(u.unpackArrayHeader()).isEqualTo(3);
+                assertThat(u.unpackDouble()).isEqualTo(1.0);
+                assertThat(u.unpackArrayHeader()).isEqualTo(1);
+                u.unpackValue();
+                assertThat(u.unpackInt()).as("rank %d", rank).isEqualTo(rank);
+                assertThat(u.hasNext()).as("nothing after rank %d", rank).isFalse();
+            }
+        }
+    }
 }
