@@ -95,8 +95,7 @@ public final class RemotePeer implements Peer {
                 try {
                     return answer.get();
                 } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new PeerException(503, "interrupted while calling node " + member.name(), e);
+                    throw interrupted(e);
                 } catch (ExecutionException e) {
                     throw e.getCause() instanceof PeerException p ? p : unreachable(new IOException(e.getCause()));
                 }
@@ -255,10 +254,15 @@ public final class RemotePeer implements Peer {
         } catch (IOException e) {
             throw unreachable(e);
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new PeerException(503, "interrupted while calling node " + member.name(), e);
+            throw interrupted(e);
         }
         return body(response.statusCode(), response.body());
+    }
+
+    /** Keeps the thread's interrupt and answers 503: the call to the peer was abandoned, not refused. */
+    private PeerException interrupted(InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return new PeerException(503, "interrupted while calling node " + member.name(), e);
     }
 
     private PeerException unreachable(IOException e) {
