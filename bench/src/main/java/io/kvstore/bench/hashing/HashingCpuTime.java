@@ -7,6 +7,7 @@ import io.kvstore.hashing.HashScheme;
 import io.kvstore.hashing.VllmHasher;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
+import java.util.List;
 import java.util.Random;
 
 /**
@@ -18,7 +19,11 @@ import java.util.Random;
  * its share of the cores, which differs between two processes run one after the other; the CPU time a
  * thread spends per token hardly depends on that share, so these ratios to CPython hold under load.
  *
- * <pre>java --enable-native-access=ALL-UNNAMED -cp bench/target/benchmarks.jar io.kvstore.bench.hashing.HashingCpuTime</pre>
+ * <pre>java --enable-native-access=ALL-UNNAMED -cp bench/target/benchmarks.jar io.kvstore.bench.hashing.HashingCpuTime [scheme...] [floor]</pre>
+ *
+ * <p>With no arguments every vLLM scheme and the SHA-256 floor run in this JVM; {@code bench/hashing.sh}
+ * gives each its own JVM (a scheme measured after another inherits the JIT profile of the code they
+ * share, which moved a figure by up to 2x) pinned to the CPU that CPython runs on.
  */
 public final class HashingCpuTime {
 
@@ -38,9 +43,7 @@ public final class HashingCpuTime {
         }
         System.out.println("SHA-256: " + VllmHasher.sha256Implementation());
         long sink = 0;
-        for (HashScheme scheme :
-                new HashScheme[] {HashScheme.SHA256, HashScheme.SHA256_CBOR, HashScheme.XXHASH, HashScheme.XXHASH_CBOR
-                }) {
+        for (HashScheme scheme : schemes(args)) {
             BlockHasher hasher = BlockHasher.create(scheme, "0");
             for (ExtraKeys extra : new ExtraKeys[] {ExtraKeys.NONE, ExtraKeys.of("sql-lora", "tenant-a")}) {
                 long warmUntil = System.nanoTime() + 3_000_000_000L;
@@ -63,10 +66,26 @@ public final class HashingCpuTime {
                         scheme.wireName(), extra == ExtraKeys.NONE ? "none" : "LoRA + salt", best / 1e6);
             }
         }
-        sink += digestAlone(cpu);
+        if (args.length == 0 || List.of(args).contains("floor")) {
+            sink += digestAlone(cpu);
+        }
         if (sink == 42) {
             System.out.println(); // keeps the hashing from being optimised away
         }
+    }
+
+    /**
+     * The schemes named in the arguments (wire names, e.g. {@code vllm:xxhash}), all four vLLM schemes when
+     * there are none; {@code floor} asks for the SHA-256 floor alone. One scheme per JVM keeps a scheme's
+     * figure free of the JIT profile the others leave in the code they share (bench/hashing.sh does so).
+     */
+    private static List<HashScheme> schemes(String[] args) {
+        List<HashScheme> vllm =
+                List.of(HashScheme.SHA256, HashScheme.SHA256_CBOR, HashScheme.XXHASH, HashScheme.XXHASH_CBOR);
+        if (args.length == 0) {
+            return vllm;
+        }
+        return vllm.stream().filter(s -> List.of(args).contains(s.wireName())).toList();
     }
 
     /**
