@@ -14,33 +14,46 @@ import java.util.function.ToLongFunction;
 /**
  * The device tier's blocks to and from the NVMe tier's files through a NIXL storage backend: {@code
  * GDS_MT} or {@code GDS} with the region as {@code VRAM_SEG} (GPUDirect Storage, the path chosen when
- * that flag is on and its plugin loads). One {@link NixlFileCopier} per block file, made the first time a
- * block goes to or from that file (a NIXL registration names one file descriptor). With {@code POSIX} and
- * {@code DRAM_SEG} the same class moves host memory, which is how it is tested without a GPU.
+ * that flag is on and its plugin loads). One NIXL agent ({@link NixlFileCopier}) for the whole tier: the
+ * region is registered with it once, when the copier is made, and each block file the first time a block
+ * goes to or from it (a NIXL file registration names one file descriptor). With {@code POSIX} and {@code
+ * DRAM_SEG} the same class moves host memory, which is how it is tested without a GPU.
  */
 public final class NixlDeviceFileCopier implements DeviceFileCopier {
 
     private static final AtomicInteger AGENTS = new AtomicInteger();
 
     private final String backend;
-    private final int memoryType;
-    private final MemorySegment region;
-    private final long deviceId;
-    private final Duration timeout;
-    private final Map<BlockFile, NixlFileCopier> files = new ConcurrentHashMap<>();
+    private final NixlFileCopier copier;
+    private final Map<BlockFile, NixlFileCopier.File> files = new ConcurrentHashMap<>();
 
     /**
      * @param backend {@code GDS_MT}, {@code GDS} (or {@code POSIX} for host memory)
      * @param memoryType {@code Nixl.VRAM_SEG} for the device tier's memory ({@code DRAM_SEG} with POSIX)
      * @param region the device tier's region
      * @param deviceId the GPU ordinal of the region
+     * @throws IllegalStateException when NIXL is unavailable, naming why
+     * @throws io.kvstore.ffm.nixl.NixlException when the backend cannot be created or the region not registered
      */
     public NixlDeviceFileCopier(String backend, int memoryType, MemorySegment region, long deviceId, Duration timeout) {
         this.backend = backend;
-        this.memoryType = memoryType;
-        this.region = region;
-        this.deviceId = deviceId;
-        this.timeout = timeout;
+        this.copier = new NixlFileCopier(
+                "kvstore-files-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet(),
+                backend,
+                memoryType,
+                region,
+                deviceId,
+                timeout);
+    }
+
+    /** The name of the one NIXL agent that moves this tier's blocks, whatever their file. */
+    public String agentName() {
+        return copier.agentName();
+    }
+
+    /** How many block files are registered with the agent. */
+    public int registeredFiles() {
+        return copier.files();
     }
 
     @Override
@@ -60,7 +73,7 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
                 file,
                 fileOffset,
                 length,
-                c -> c.write(List.of(new TransferSpan(deviceOffset, fileOffset, length))));
+                f -> copier.write(f, List.of(new TransferSpan(deviceOffset, fileOffset, length))));
     }
 
     @Override
@@ -70,15 +83,16 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
                 file,
                 fileOffset,
                 length,
-                c -> c.read(List.of(new TransferSpan(deviceOffset, fileOffset, length))));
+                f -> copier.read(f, List.of(new TransferSpan(deviceOffset, fileOffset, length))));
     }
 
     /** Runs one request on the file's copier; its failure as an IOException naming the request. */
-    private void move(String what, BlockFile file, long fileOffset, long length, ToLongFunction<NixlFileCopier> request)
+    private void move(
+            String what, BlockFile file, long fileOffset, long length, ToLongFunction<NixlFileCopier.File> request)
             throws IOException {
         long moved;
         try {
-            moved = request.applyAsLong(copier(file));
+            moved = request.applyAsLong(registered(file));
         } catch (RuntimeException e) {
             throw new IOException(
                     "NIXL " + backend + " " + what + " of " + length + " bytes at " + fileOffset + " of " + file.path()
@@ -91,23 +105,13 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
         }
     }
 
-    private NixlFileCopier copier(BlockFile file) {
-        return files.computeIfAbsent(
-                file,
-                f -> new NixlFileCopier(
-                        "kvstore-files-" + ProcessHandle.current().pid() + "-" + AGENTS.incrementAndGet(),
-                        backend,
-                        memoryType,
-                        region,
-                        deviceId,
-                        f.fd(),
-                        f.size(),
-                        timeout));
+    private NixlFileCopier.File registered(BlockFile file) {
+        return files.computeIfAbsent(file, f -> copier.register(f.fd(), f.size()));
     }
 
     @Override
     public void close() {
-        files.values().forEach(NixlFileCopier::close);
         files.clear();
+        copier.close();
     }
 }

@@ -14,39 +14,44 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Moves spans between a memory region and a file through a NIXL agent's storage backend: the device
+ * Moves spans between a memory region and files through one NIXL agent's storage backend: the device
  * tier's VRAM with {@code GDS} or {@code GDS_MT} (NVMe to and from GPU memory by DMA, the NIXL
  * counterpart of {@link io.kvstore.transfer.local.GdsCopier}), or host memory with {@code POSIX}. The
- * region ({@code VRAM_SEG} or {@code DRAM_SEG}) and the file ({@code FILE_SEG}, its descriptor as device
- * id) are registered once, when the copier is made; each {@link #write} or {@link #read} is one NIXL
- * request over the coalesced spans, addressed to the agent itself, polled until done.
+ * region ({@code VRAM_SEG} or {@code DRAM_SEG}) is registered once, when the copier is made; each file
+ * ({@code FILE_SEG}, its descriptor as device id) once, by {@link #register}. One agent serves every
+ * file: with GDS a region registration maps the GPU memory for DMA (cuFile's buffer registration), which
+ * is done once per region, not once per file. Each {@link #write} or {@link #read} is one NIXL request
+ * over the coalesced spans, addressed to the agent itself, polled until done; the agent is created with
+ * NIXL's strict thread synchronisation, so requests may come from several threads.
  *
  * <p>The local side of a span is an offset into the region, the remote side an offset into the file,
- * as for {@code GdsCopier}. The copier owns its agent and backend; closing it deregisters both and
- * destroys the agent.
+ * as for {@code GdsCopier}. The copier owns its agent, backend and registrations; closing it
+ * deregisters them and destroys the agent.
  */
 public final class NixlFileCopier implements AutoCloseable {
+
+    /** A file registered with the copier: its descriptor and size. */
+    public record File(int fd, long bytes) {}
 
     private final NixlAgent agent;
     private final NixlBackend backend;
     private final int memoryType;
     private final MemorySegment region;
-    private final int fd;
-    private final long fileBytes;
     private final Duration timeout;
     private final NixlRegistration memory;
-    private final NixlRegistration file;
+    private final Map<Integer, NixlRegistration> files = new ConcurrentHashMap<>();
 
     /**
-     * A copier over {@code region} and the open file {@code fd} of {@code fileBytes} bytes.
+     * A copier over {@code region}, with no file registered yet.
      *
      * @param backendName {@code GDS}, {@code GDS_MT} or {@code POSIX}
      * @param memoryType {@link Nixl#VRAM_SEG} (device memory, GDS backends) or {@link Nixl#DRAM_SEG}
      * @param deviceId the GPU ordinal of VRAM, 0 for host memory
      * @throws IllegalStateException when NIXL is unavailable, naming why
-     * @throws NixlException when the backend cannot be created or the memory or file not registered
+     * @throws NixlException when the backend cannot be created or the memory not registered
      */
     public NixlFileCopier(
             String agentName,
@@ -54,8 +59,6 @@ public final class NixlFileCopier implements AutoCloseable {
             int memoryType,
             MemorySegment region,
             long deviceId,
-            int fd,
-            long fileBytes,
             Duration timeout) {
         if (!Nixl.availability().available()) {
             throw new IllegalStateException(
@@ -63,21 +66,14 @@ public final class NixlFileCopier implements AutoCloseable {
         }
         this.memoryType = memoryType;
         this.region = region;
-        this.fd = fd;
-        this.fileBytes = fileBytes;
         this.timeout = timeout;
         this.agent = Nixl.get().createAgent(agentName, new NixlAgent.Config(false, 0));
         NixlBackend created = null;
-        NixlRegistration mem = null;
         try {
             created = agent.createBackend(backendName, Map.of());
-            mem = agent.register(
+            this.memory = agent.register(
                     memoryType, List.of(new NixlDescriptor(region.address(), region.byteSize(), deviceId)), created);
-            this.file = agent.register(Nixl.FILE_SEG, List.of(new NixlDescriptor(0, fileBytes, fd)), created);
         } catch (RuntimeException e) {
-            if (mem != null) {
-                mem.close();
-            }
             if (created != null) {
                 created.close();
             }
@@ -85,7 +81,6 @@ public final class NixlFileCopier implements AutoCloseable {
             throw e;
         }
         this.backend = created;
-        this.memory = mem;
     }
 
     /** The backend moving the bytes ({@code GDS}, {@code GDS_MT}, {@code POSIX}). */
@@ -93,29 +88,55 @@ public final class NixlFileCopier implements AutoCloseable {
         return backend.plugin();
     }
 
+    /** The name of the one NIXL agent behind every file of this copier. */
+    public String agentName() {
+        return agent.name();
+    }
+
+    /**
+     * Registers the open file {@code fd} of {@code bytes} bytes with this copier's agent; a descriptor
+     * already registered is not registered again.
+     *
+     * @throws NixlException when NIXL refuses the file
+     */
+    public File register(int fd, long bytes) {
+        files.computeIfAbsent(
+                fd, d -> agent.register(Nixl.FILE_SEG, List.of(new NixlDescriptor(0, bytes, d)), backend));
+        return new File(fd, bytes);
+    }
+
+    /** How many files are registered. */
+    public int files() {
+        return files.size();
+    }
+
     /** Writes each span of the region (local offset) into the file at the span's remote offset; returns bytes. */
-    public long write(List<TransferSpan> spans) {
-        return move(Nixl.XFER_WRITE, spans);
+    public long write(File file, List<TransferSpan> spans) {
+        return move(Nixl.XFER_WRITE, file, spans);
     }
 
     /** Reads each span from the file at its remote offset into the region at its local offset; returns bytes. */
-    public long read(List<TransferSpan> spans) {
-        return move(Nixl.XFER_READ, spans);
+    public long read(File file, List<TransferSpan> spans) {
+        return move(Nixl.XFER_READ, file, spans);
     }
 
-    private long move(int operation, List<TransferSpan> spans) {
+    private long move(int operation, File file, List<TransferSpan> spans) {
+        if (!files.containsKey(file.fd())) {
+            throw new IllegalArgumentException(
+                    "file descriptor " + file.fd() + " is not registered with NIXL agent " + agent.name());
+        }
         List<TransferSpan> merged = TransferSpan.coalesce(spans);
         List<NixlDescriptor> local = new ArrayList<>(merged.size());
         List<NixlDescriptor> remote = new ArrayList<>(merged.size());
         long bytes = 0;
         long deviceId = memory.descriptors().getFirst().deviceId();
         for (TransferSpan s : merged) {
-            if (s.localOffset() + s.length() > region.byteSize() || s.remoteOffset() + s.length() > fileBytes) {
+            if (s.localOffset() + s.length() > region.byteSize() || s.remoteOffset() + s.length() > file.bytes()) {
                 throw new IllegalArgumentException("span " + s + " lies outside the region (" + region.byteSize()
-                        + " bytes) or the file (" + fileBytes + " bytes)");
+                        + " bytes) or the file (" + file.bytes() + " bytes)");
             }
             local.add(new NixlDescriptor(region.address() + s.localOffset(), s.length(), deviceId));
-            remote.add(new NixlDescriptor(s.remoteOffset(), s.length(), fd));
+            remote.add(new NixlDescriptor(s.remoteOffset(), s.length(), file.fd()));
             bytes += s.length();
         }
         String what = (operation == Nixl.XFER_WRITE ? "write" : "read") + " of " + bytes + " bytes in " + merged.size()
@@ -140,7 +161,8 @@ public final class NixlFileCopier implements AutoCloseable {
     @Override
     public void close() {
         try {
-            file.close();
+            files.values().forEach(NixlRegistration::close);
+            files.clear();
             memory.close();
             backend.close();
         } finally {

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@link NixlDeviceFileCopier} as the engine's device storage path: over NIXL's POSIX backend with the
- * emulated device region as {@code DRAM_SEG} here and in CI (real NIXL, one agent per block file; host
+ * emulated device region as {@code DRAM_SEG} here and in CI (real NIXL, one agent for every block file; host
  * memory, so it proves the plumbing, not DMA), and over {@code GDS_MT} with real VRAM where a GPU and the
  * plugin exist (skipped elsewhere, with the reason).
  */
@@ -30,13 +30,25 @@ class NixlDeviceFileCopierTest {
         NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
         var posix = NixlBackendProbe.ofThisMachine().probe("POSIX");
         NixlRequirement.assumeNixl(posix.available(), () -> "skipped: " + posix.detail());
+        java.util.List<NixlDeviceFileCopier> made = new java.util.ArrayList<>();
         try (TierEngine engine = DeviceStorageRoundTrip.engine(
                 new EmulatedDeviceCopier(8L * 65536),
                 dir,
-                region -> new NixlDeviceFileCopier("POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60)),
+                region -> {
+                    NixlDeviceFileCopier copier =
+                            new NixlDeviceFileCopier("POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60));
+                    made.add(copier);
+                    return copier;
+                },
                 true)) {
             assertThat(engine.deviceStorageRoute()).startsWith("NIXL POSIX");
             DeviceStorageRoundTrip.run(engine);
+            assertThat(made).hasSize(1);
+            assertThat(made.getFirst().registeredFiles())
+                    .as(
+                            "the block files the round trip touched, all on the one agent %s",
+                            made.getFirst().agentName())
+                    .isPositive();
         }
     }
 

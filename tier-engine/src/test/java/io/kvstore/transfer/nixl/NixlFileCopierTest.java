@@ -58,14 +58,15 @@ class NixlFileCopierTest {
             MemorySegment back = region.asSlice(bytes, bytes);
             Patterns.fill(source, 7);
             try (NixlFileCopier copier = new NixlFileCopier(
-                    "kvstore-file-copier", "POSIX", Nixl.DRAM_SEG, region, 0, fd, bytes, Duration.ofSeconds(60))) {
+                    "kvstore-file-copier", "POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60))) {
                 assertThat(copier.backend()).isEqualTo("POSIX");
+                NixlFileCopier.File file = copier.register(fd, bytes);
                 // block i of memory goes to file block BLOCKS-1-i: scattered, nothing coalesces
                 List<TransferSpan> out = new java.util.ArrayList<>();
                 for (int i = 0; i < BLOCKS; i++) {
                     out.add(new TransferSpan(i * BLOCK, (BLOCKS - 1 - i) * BLOCK, BLOCK));
                 }
-                assertThat(copier.write(out)).isEqualTo(bytes);
+                assertThat(copier.write(file, out)).isEqualTo(bytes);
                 for (int i = 0; i < BLOCKS; i++) {
                     assertThat(fileBytes(path, (BLOCKS - 1 - i) * BLOCK, BLOCK))
                             .as("file block %d holds memory block %d", BLOCKS - 1 - i, i)
@@ -75,9 +76,9 @@ class NixlFileCopierTest {
                 for (int i = 0; i < BLOCKS; i++) {
                     in.add(new TransferSpan(bytes + i * BLOCK, (BLOCKS - 1 - i) * BLOCK, BLOCK));
                 }
-                assertThat(copier.read(in)).isEqualTo(bytes);
+                assertThat(copier.read(file, in)).isEqualTo(bytes);
                 assertThat(back.mismatch(source)).isEqualTo(-1);
-                assertThatThrownBy(() -> copier.read(List.of(new TransferSpan(0, bytes - BLOCK + 1, BLOCK))))
+                assertThatThrownBy(() -> copier.read(file, List.of(new TransferSpan(0, bytes - BLOCK + 1, BLOCK))))
                         .isInstanceOf(IllegalArgumentException.class)
                         .hasMessageContaining("lies outside");
             }
@@ -85,6 +86,56 @@ class NixlFileCopierTest {
             LibC.close(fd);
         }
         assertThat(Files.size(path)).isEqualTo(BLOCK * BLOCKS);
+    }
+
+    @Test
+    void oneAgentMovesBlocksOfSeveralFilesAndRefusesAnUnregisteredOne() throws Exception {
+        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        var posix = NixlBackendProbe.ofThisMachine().probe("POSIX");
+        NixlRequirement.assumeNixl(posix.available(), () -> "skipped: " + posix.detail());
+        Path first = dir.resolve("blocks-0.dat");
+        Path second = dir.resolve("blocks-1.dat");
+        long bytes = BLOCK * 4;
+        int fd0 = LibC.open(first.toString(), LibC.O_RDWR | LibC.O_CREAT, 0644);
+        int fd1 = LibC.open(second.toString(), LibC.O_RDWR | LibC.O_CREAT, 0644);
+        try (Arena arena = Arena.ofShared()) {
+            LibC.fallocate(fd0, 0, bytes, first.toString());
+            LibC.fallocate(fd1, 0, bytes, second.toString());
+            MemorySegment region = arena.allocate(4 * BLOCK, 4096);
+            Patterns.fill(region.asSlice(0, 2 * BLOCK), 21);
+            try (NixlFileCopier copier = new NixlFileCopier(
+                    "kvstore-files-shared", "POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60))) {
+                NixlFileCopier.File a = copier.register(fd0, bytes);
+                NixlFileCopier.File b = copier.register(fd1, bytes);
+                assertThat(copier.register(fd0, bytes)).isEqualTo(a);
+                assertThat(copier.files()).as("each descriptor registered once").isEqualTo(2);
+                // memory block 0 to the first file's block 3, memory block 1 to the second file's block 0
+                assertThat(copier.write(a, List.of(new TransferSpan(0, 3 * BLOCK, BLOCK))))
+                        .isEqualTo(BLOCK);
+                assertThat(copier.write(b, List.of(new TransferSpan(BLOCK, 0, BLOCK))))
+                        .isEqualTo(BLOCK);
+                assertThat(fileBytes(first, 3 * BLOCK, BLOCK))
+                        .isEqualTo(region.asSlice(0, BLOCK).asByteBuffer());
+                assertThat(fileBytes(second, 0, BLOCK))
+                        .isEqualTo(region.asSlice(BLOCK, BLOCK).asByteBuffer());
+                // and back, crosswise, into the region's other half
+                assertThat(copier.read(b, List.of(new TransferSpan(2 * BLOCK, 0, BLOCK))))
+                        .isEqualTo(BLOCK);
+                assertThat(copier.read(a, List.of(new TransferSpan(3 * BLOCK, 3 * BLOCK, BLOCK))))
+                        .isEqualTo(BLOCK);
+                assertThat(region.asSlice(2 * BLOCK, BLOCK).mismatch(region.asSlice(BLOCK, BLOCK)))
+                        .isEqualTo(-1);
+                assertThat(region.asSlice(3 * BLOCK, BLOCK).mismatch(region.asSlice(0, BLOCK)))
+                        .isEqualTo(-1);
+                assertThatThrownBy(() -> copier.read(
+                                new NixlFileCopier.File(fd1 + 1000, bytes), List.of(new TransferSpan(0, 0, BLOCK))))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("not registered");
+            }
+        } finally {
+            LibC.close(fd0);
+            LibC.close(fd1);
+        }
     }
 
     @Test
@@ -107,17 +158,12 @@ class NixlFileCopierTest {
             Patterns.fill(host, 11);
             device.toDevice(host, 0);
             try (NixlFileCopier copier = new NixlFileCopier(
-                    "kvstore-gds-copier",
-                    "GDS",
-                    Nixl.VRAM_SEG,
-                    device.region(),
-                    0,
-                    fd,
-                    bytes,
-                    Duration.ofSeconds(60))) {
-                assertThat(copier.write(List.of(new TransferSpan(0, 0, bytes)))).isEqualTo(bytes);
+                    "kvstore-gds-copier", "GDS", Nixl.VRAM_SEG, device.region(), 0, Duration.ofSeconds(60))) {
+                NixlFileCopier.File file = copier.register(fd, bytes);
+                assertThat(copier.write(file, List.of(new TransferSpan(0, 0, bytes))))
+                        .isEqualTo(bytes);
                 assertThat(fileBytes(path, 0, bytes)).isEqualTo(host.asByteBuffer());
-                assertThat(copier.read(List.of(new TransferSpan(bytes, 0, bytes))))
+                assertThat(copier.read(file, List.of(new TransferSpan(bytes, 0, bytes))))
                         .isEqualTo(bytes);
             }
             MemorySegment back = arena.allocate(bytes, 4096);
