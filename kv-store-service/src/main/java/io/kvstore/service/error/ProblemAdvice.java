@@ -7,7 +7,9 @@ import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
+import java.lang.reflect.Method;
 import java.net.URI;
+import java.util.Objects;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -18,10 +20,12 @@ import org.springframework.http.HttpStatusCode;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
 import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.util.ReflectionUtils;
 import org.springframework.web.bind.MethodArgumentNotValidException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
 import org.springframework.web.context.request.WebRequest;
+import org.springframework.web.method.annotation.ExceptionHandlerMethodResolver;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
 import tools.jackson.core.JacksonException;
 
@@ -37,6 +41,9 @@ import tools.jackson.core.JacksonException;
 public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ProblemAdvice.class);
+    /** This class's {@code @ExceptionHandler} methods by exception type, as Spring MVC resolves them. */
+    private static final ExceptionHandlerMethodResolver HANDLERS =
+            new ExceptionHandlerMethodResolver(ProblemAdvice.class);
 
     private final EngineMetrics metrics;
     private final TierEngine engine;
@@ -148,29 +155,22 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     /**
      * The problem a failure is answered with, for channels other than Spring MVC (the local control socket):
-     * the same status, title, detail and field as the handlers above give over HTTP.
+     * the handler above that Spring MVC would pick for it (the same {@code @ExceptionHandler} table, so a
+     * handler added there applies here too), hence the same status, title, detail and field as over HTTP.
+     * A failure whose handler needs the servlet response (a client gone) is answered as unexpected.
      */
     public ProblemDetail describe(Exception e) {
-        ResponseEntity<Object> answer = switch (e) {
-            case UnauthorizedException u -> unauthorized(u);
-            case ForbiddenException f -> forbidden(f);
-            case TooManyRequestsException t -> tooMany(t);
-            case RequestTimeoutException t -> timeout(t);
-            case QuotaExceededException q -> overQuota(q);
-            case InsufficientStorageException i -> noStorage(i);
-            case InvalidRequestException i -> invalid(i);
-            case NotFoundException n -> notFound(n);
-            case BlockNotFoundException n -> notFound(n);
-            case ConflictException c -> conflict(c);
-            case BlockConflictException c -> conflict(c);
-            case BlockHeldException c -> conflict(c);
-            case PayloadTooLargeException p -> tooLarge(p);
-            case TierFullException f -> full(f);
-            case TransportUnavailableException t -> noTransport(t);
-            case ChecksumMismatchException c -> corrupt(c);
-            default -> unexpected(e);
-        };
-        return (ProblemDetail) java.util.Objects.requireNonNull(answer.getBody());
+        Method handler = HANDLERS.resolveMethod(e);
+        Object answer =
+                handler != null && handler.getParameterCount() == 1 && handler.getReturnType() == ResponseEntity.class
+                        ? invoke(handler, e)
+                        : unexpected(e);
+        return (ProblemDetail) Objects.requireNonNull(((ResponseEntity<?>) Objects.requireNonNull(answer)).getBody());
+    }
+
+    private @Nullable Object invoke(Method handler, Exception e) {
+        ReflectionUtils.makeAccessible(handler);
+        return ReflectionUtils.invokeMethod(handler, this, e);
     }
 
     /**

@@ -1,0 +1,84 @@
+package io.kvstore.service.error;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.TierId;
+import io.kvstore.engine.BlockHeldException;
+import io.kvstore.engine.EngineEvents;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.engine.TierSettings;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.service.metrics.EngineMetrics;
+import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.ProblemDetail;
+
+/**
+ * {@link ProblemAdvice#describe}, the problem the local control socket answers a failure with: the same
+ * status, title and field as the HTTP handler Spring MVC picks for it, unexpected failures as a 500
+ * without their message.
+ */
+class ProblemAdviceTest {
+
+    private final TierEngine engine = new TierEngine(
+            List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 4L * 4096, 4096)),
+            Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.95, 0.9, false)),
+            Duration.ofSeconds(30),
+            EngineEvents.NONE,
+            Clock.systemUTC());
+    private final ProblemAdvice advice = new ProblemAdvice(new EngineMetrics(new SimpleMeterRegistry()), engine);
+
+    @AfterEach
+    void close() {
+        engine.close();
+    }
+
+    @Test
+    void eachFailureIsDescribedAsItsHttpHandlerAnswersIt() {
+        ProblemDetail invalid = advice.describe(new InvalidRequestException("blockHashes[3]", "not hex"));
+        assertThat(invalid.getStatus()).isEqualTo(400);
+        assertThat(invalid.getTitle()).isEqualTo("Invalid request");
+        assertThat(invalid.getDetail()).isEqualTo("not hex");
+        assertThat(invalid.getProperties()).containsEntry("field", "blockHashes[3]");
+
+        assertThat(advice.describe(new UnauthorizedException("no token")).getStatus())
+                .isEqualTo(401);
+        assertThat(advice.describe(new ForbiddenException("tenant b")).getStatus())
+                .isEqualTo(403);
+        assertThat(advice.describe(new NotFoundException("no such lease")).getStatus())
+                .isEqualTo(404);
+        ProblemDetail held = advice.describe(new BlockHeldException("block is leased"));
+        assertThat(held.getStatus()).isEqualTo(409);
+        assertThat(held.getDetail()).isEqualTo("block is leased");
+        assertThat(advice.describe(new PayloadTooLargeException("frame of 2 GiB"))
+                        .getStatus())
+                .isEqualTo(413);
+        assertThat(advice.describe(new TooManyRequestsException("slow down")).getStatus())
+                .isEqualTo(429);
+        assertThat(advice.describe(new QuotaExceededException("tenant a is full"))
+                        .getStatus())
+                .isEqualTo(507);
+        assertThat(advice.describe(new TierFullException("DRAM is full")).getStatus())
+                .isEqualTo(507);
+    }
+
+    @Test
+    void anUnexpectedFailureIsA500ThatKeepsItsMessageInTheLogOnly() {
+        ProblemDetail problem = advice.describe(new IllegalStateException("secret internals"));
+        assertThat(problem.getStatus()).isEqualTo(500);
+        assertThat(problem.getTitle()).isEqualTo("Internal error");
+        assertThat(problem.getDetail()).contains("IllegalStateException").doesNotContain("secret internals");
+        // its HTTP handler writes to the servlet response, which a control socket does not have
+        assertThat(advice.describe(new ClientGoneException("peer closed", new java.io.IOException("broken pipe")))
+                        .getStatus())
+                .isEqualTo(500);
+    }
+}
