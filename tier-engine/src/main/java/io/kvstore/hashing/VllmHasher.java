@@ -181,7 +181,6 @@ public final class VllmHasher implements BlockHasher {
         /** The argument bytes after a CBOR unsigned integer's head, by size class 0 to 3. */
         static final long CBOR_ARG_BYTES = 0L | 1L << 8 | 2L << 16 | 4L << 24;
 
-        static final VarHandle INT_LE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
         static final VarHandle LONG_LE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
         static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
@@ -270,8 +269,8 @@ public final class VllmHasher implements BlockHasher {
                     primed = false;
                     continue;
                 }
-                // one frame, then room for the digest's padding (which also covers a token's 4-byte store
-                // running 3 bytes past the last one)
+                // one frame, then room for the digest's padding (which also covers a token's 8-byte store
+                // running up to 6 bytes past the last one)
                 int need = (int) frame + FRAME_AT + 8 + PADDING_ROOM;
                 if (buf.length < need) {
                     buf = new byte[Math.max(need, 2 * buf.length)];
@@ -299,8 +298,8 @@ public final class VllmHasher implements BlockHasher {
          * TUPLE3 MEMOIZE STOP}; returns the end. A negative token id is refused (after the block is
          * written, so the loop has no branch for it). Each id is written as the C pickler
          * does ({@code BININT1} below 256, {@code BININT2} below 65536, else {@code BININT}) without a
-         * branch on its size: the opcode and all four little-endian bytes are stored and the position
-         * advances by the opcode's length, so the next token overwrites the bytes not used.
+         * branch on its size: the opcode and all four little-endian bytes are stored as one 8-byte store
+         * and the position advances by the opcode's length, so the next token overwrites the bytes not used.
          */
         private static int pickleBody(byte[] b, int pos, int[] tokens, int from, int count, byte[] extra) {
             b[pos++] = (byte) Pickle.MEMOIZE;
@@ -313,8 +312,8 @@ public final class VllmHasher implements BlockHasher {
                 all |= t;
                 // 0, 1 or 2: whether bits above the first and second byte are set
                 int wide = ((-(t >>> 8)) >>> 31) + ((-(t >>> 16)) >>> 31);
-                b[pos] = (byte) (INT_OPCODES >>> (wide << 3));
-                INT_LE.set(b, pos + 1, t);
+                long opcode = (INT_OPCODES >>> (wide << 3)) & 0xFF;
+                LONG_LE.set(b, pos, opcode | (t & 0xFFFF_FFFFL) << 8); // opcode and id in one store
                 pos += 2 + wide + (wide >> 1);
             }
             if (all < 0) {
@@ -322,7 +321,11 @@ public final class VllmHasher implements BlockHasher {
             }
             b[pos++] = (byte) (count > 3 ? Pickle.TUPLE : Pickle.TUPLE1 + count - 1);
             b[pos++] = (byte) Pickle.MEMOIZE;
-            System.arraycopy(extra, 0, b, pos, extra.length);
+            if (extra.length == 1) {
+                b[pos] = extra[0]; // None, the usual keys: no call into the copy stub for one byte
+            } else {
+                System.arraycopy(extra, 0, b, pos, extra.length);
+            }
             pos += extra.length;
             b[pos++] = (byte) (Pickle.TUPLE1 + 2);
             b[pos++] = (byte) Pickle.MEMOIZE;

@@ -15,7 +15,6 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
-import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 
@@ -51,14 +50,6 @@ public final class Sha256 {
 
     /** Bytes in a digest. */
     public static final int DIGEST_BYTES = 32;
-
-    /**
-     * SHA-256's initial state words (FIPS 180-4 section 5.3.3), then {@code Nl} and {@code Nh}, the
-     * message length in bits so far, zero.
-     */
-    private static final int[] INITIAL_STATE = {
-        0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19, 0, 0
-    };
 
     private static final VarHandle INT_BE = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.BIG_ENDIAN);
     private static final VarHandle LONG_BE = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
@@ -114,6 +105,20 @@ public final class Sha256 {
         if (ok != 1) {
             throw new IllegalStateException("libcrypto SHA256_Init returned 0");
         }
+    }
+
+    /** Sets h[8] to SHA-256's initial values and Nl = Nh = 0, as stores of constants (no copy call). */
+    private static void setInitialState(int[] c) {
+        c[9] = 0;
+        c[0] = 0x6a09e667;
+        c[1] = 0xbb67ae85;
+        c[2] = 0x3c6ef372;
+        c[3] = 0xa54ff53a;
+        c[4] = 0x510e527f;
+        c[5] = 0x9b05688c;
+        c[6] = 0x1f83d9ab;
+        c[7] = 0x5be0cd19;
+        c[8] = 0;
     }
 
     /**
@@ -173,10 +178,14 @@ public final class Sha256 {
         Objects.checkFromIndexSize(offset, padded, data.length);
         Objects.checkFromIndexSize(outOffset, DIGEST_BYTES, out.length);
         int end = offset + padded;
+        // zeros up to the length field in 8-byte stores (the last may reach into the field, written after),
+        // never past the padded end: cheaper than a fill of 8 to 63 bytes of varying length
+        for (int p = offset + length + 1; p < end - 8; p += 8) {
+            LONG_BE.set(data, p, 0L);
+        }
         data[offset + length] = (byte) 0x80;
-        Arrays.fill(data, offset + length + 1, end - 8, (byte) 0);
         LONG_BE.set(data, end - 8, (long) length << 3);
-        System.arraycopy(INITIAL_STATE, 0, context, 0, INITIAL_STATE.length); // h[8], then Nl = Nh = 0
+        setInitialState(context);
         int ok;
         try {
             ok = (int) Bound.UPDATE.invokeExact(
