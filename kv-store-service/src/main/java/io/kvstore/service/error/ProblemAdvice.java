@@ -9,7 +9,10 @@ import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
 import java.lang.reflect.Method;
 import java.net.URI;
+import java.time.Duration;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -41,12 +44,17 @@ import tools.jackson.core.JacksonException;
 public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ProblemAdvice.class);
+    /** At most one log line per this long for clients that left mid-request. */
+    static final Duration CLIENT_GONE_LOG_INTERVAL = Duration.ofSeconds(10);
     /** This class's {@code @ExceptionHandler} methods by exception type, as Spring MVC resolves them. */
     private static final ExceptionHandlerMethodResolver HANDLERS =
             new ExceptionHandlerMethodResolver(ProblemAdvice.class);
 
     private final EngineMetrics metrics;
     private final TierEngine engine;
+
+    private final AtomicLong clientGoneLineAt = new AtomicLong(System.nanoTime() - CLIENT_GONE_LOG_INTERVAL.toNanos());
+    private final LongAdder clientsGoneSinceLine = new LongAdder();
 
     public ProblemAdvice(EngineMetrics metrics, TierEngine engine) {
         this.metrics = metrics;
@@ -90,14 +98,29 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
         return respond(problem(HttpStatus.INSUFFICIENT_STORAGE, "Insufficient storage", e.getMessage()));
     }
 
-    /** Nobody is left to answer: one INFO line and a count, no stack trace. */
+    /**
+     * Nobody is left to answer: a count ({@code kvstore_client_disconnects_total}) and at most one INFO line
+     * per {@link #CLIENT_GONE_LOG_INTERVAL}, saying how many more left since the last line, so that an
+     * engine restarting with hundreds of open requests writes one line, not hundreds. No stack trace.
+     */
     @ExceptionHandler(ClientGoneException.class)
     void clientGone(ClientGoneException e, jakarta.servlet.http.HttpServletResponse response) {
         metrics.clientGone();
+        clientsGoneSinceLine.increment();
+        long now = System.nanoTime();
+        long last = clientGoneLineAt.get();
+        if (now - last < CLIENT_GONE_LOG_INTERVAL.toNanos() || !clientGoneLineAt.compareAndSet(last, now)) {
+            return;
+        }
+        long others = clientsGoneSinceLine.sumThenReset() - 1;
         log.info(
-                "{} ({})",
+                "{} ({}){}",
                 e.getMessage(),
-                e.getCause() == null ? "closed" : e.getCause().toString());
+                e.getCause() == null ? "closed" : e.getCause().toString(),
+                others > 0
+                        ? "; " + others + " more client(s) left mid-request since the last such line"
+                                + " (kvstore_client_disconnects_total counts them all)"
+                        : "");
     }
 
     @ExceptionHandler(InvalidRequestException.class)

@@ -2,6 +2,9 @@ package io.kvstore.service.error;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
 import io.kvstore.block.TierId;
 import io.kvstore.engine.BlockHeldException;
 import io.kvstore.engine.EngineEvents;
@@ -13,13 +16,16 @@ import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.io.EOFException;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 import org.springframework.http.ProblemDetail;
+import org.springframework.mock.web.MockHttpServletResponse;
 
 /**
  * {@link ProblemAdvice#describe}, the problem the local control socket answers a failure with: the same
@@ -34,7 +40,8 @@ class ProblemAdviceTest {
             Duration.ofSeconds(30),
             EngineEvents.NONE,
             Clock.systemUTC());
-    private final ProblemAdvice advice = new ProblemAdvice(new EngineMetrics(new SimpleMeterRegistry()), engine);
+    private final SimpleMeterRegistry registry = new SimpleMeterRegistry();
+    private final ProblemAdvice advice = new ProblemAdvice(new EngineMetrics(registry), engine);
 
     @AfterEach
     void close() {
@@ -80,5 +87,28 @@ class ProblemAdviceTest {
         assertThat(advice.describe(new ClientGoneException("peer closed", new java.io.IOException("broken pipe")))
                         .getStatus())
                 .isEqualTo(500);
+    }
+
+    @Test
+    void hundredsOfClientsLeavingMidRequestAreCountedAndLoggedOnce() {
+        Logger logger = (Logger) LoggerFactory.getLogger(ProblemAdvice.class);
+        ListAppender<ILoggingEvent> lines = new ListAppender<>();
+        lines.start();
+        logger.addAppender(lines);
+        try {
+            for (int i = 0; i < 300; i++) {
+                advice.clientGone(
+                        new ClientGoneException("the client closed the upload at frame " + i, new EOFException()),
+                        new MockHttpServletResponse());
+            }
+        } finally {
+            logger.detachAppender(lines);
+        }
+        assertThat(registry.get("kvstore.client.disconnects").counter().count()).isEqualTo(300);
+        assertThat(lines.list)
+                .as("one line per %s, not one per client", ProblemAdvice.CLIENT_GONE_LOG_INTERVAL)
+                .hasSize(1);
+        assertThat(lines.list.getFirst().getFormattedMessage())
+                .startsWith("the client closed the upload at frame 0 (java.io.EOFException)");
     }
 }
