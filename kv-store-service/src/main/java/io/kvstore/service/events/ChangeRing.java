@@ -18,6 +18,12 @@ import org.jspecify.annotations.Nullable;
  * and parent (vLLM's integer, the hash's last 8 bytes), taken by the storing thread while they are in its
  * cache. The publisher then reads four arrays in order instead of chasing each block's key and hash objects
  * across CPUs.
+ *
+ * <p>The namespace is the slot's only reference, and it is written only when the slot holds another one: a
+ * reference stored into this long-lived array costs the storing thread the garbage collector's write barrier
+ * (G1: a card check behind a memory fence; generational ZGC: a remembered-set slow path on the first store
+ * into each slot after every young collection), while with a few namespaces the slot a lap later mostly
+ * holds the same string already. The other arrays hold primitives, which need no barrier.
  */
 final class ChangeRing {
 
@@ -95,7 +101,10 @@ final class ChangeRing {
             }
         } while (!POSITION.compareAndSet(positions, TAIL, t, t + 1));
         int i = (int) (t & mask);
-        namespaces[i] = key.namespace();
+        String namespace = key.namespace();
+        if (namespaces[i] != namespace) { // the slot mostly holds it already: no store, no GC write barrier
+            namespaces[i] = namespace;
+        }
         hashes[i] = key.hash().lastLong();
         parents[i] = parent == null ? 0 : parent.lastLong();
         kinds[i] = (byte) (tier.ordinal() | (stored ? STORED : 0) | (parent != null ? HAS_PARENT : 0));

@@ -56,8 +56,45 @@ public final class EventsStoreRate {
     private static final com.sun.management.ThreadMXBean THREADS =
             (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
 
-    /** One timed round: stores/s and CPU nanoseconds per store on each kind of thread. */
-    private record Round(double rate, double storeCpu, double publisherCpu) {}
+    /**
+     * One timed round: stores/s, CPU nanoseconds per store on each kind of thread, and the garbage collector's
+     * stop-the-world pauses that fell inside it (count and milliseconds); {@code waitedMillis} is how long the
+     * storing threads (on average) were ready to run but waited for a CPU that another process or thread held
+     * (the kernel's run-queue delay, {@code /proc/thread-self/schedstat}), and {@code availableRate} the stores/s
+     * over the round's wall time less that wait: what the round would have done on a CPU of its own. On this
+     * shared machine other sessions' builds take CPU 0 from the pinned storing thread at random, and more so
+     * in events-on rounds, whose publisher and subscriber keep CPU 1 busy so the kernel puts foreign tasks on
+     * CPU 0; garbage-collection pauses stay in it (a stopped thread is not waiting for a CPU).
+     */
+    private record Round(
+            double rate,
+            double storeCpu,
+            double publisherCpu,
+            long pauses,
+            long pauseMillis,
+            double waitedMillis,
+            double availableRate) {}
+
+    /**
+     * The collectors whose time is stop-the-world pauses: G1's young, mixed and full collections and its
+     * concurrent cycle's pauses, ZGC's and Shenandoah's "Pauses" beans; not the concurrent "Cycles" beans.
+     */
+    private static final List<java.lang.management.GarbageCollectorMXBean> PAUSING =
+            ManagementFactory.getGarbageCollectorMXBeans().stream()
+                    .filter(gc -> !gc.getName().contains("Cycles"))
+                    .toList();
+
+    private static long pauseCount() {
+        return PAUSING.stream()
+                .mapToLong(gc -> Math.max(0, gc.getCollectionCount()))
+                .sum();
+    }
+
+    private static long pauseMillis() {
+        return PAUSING.stream()
+                .mapToLong(gc -> Math.max(0, gc.getCollectionTime()))
+                .sum();
+    }
 
     public static void main(String[] args) throws Exception {
         int blocks = args.length > 0 ? Integer.parseInt(args[0]) : 131_072;
@@ -116,9 +153,19 @@ public final class EventsStoreRate {
             MemorySegment src = arena.allocate(BLOCK);
             src.fill((byte) 7);
             Meter meter = new Meter(publisher, eventThreads, pinned);
+            System.out.printf(
+                    "# JVM: %s; max heap %d MiB; options %s%n",
+                    PAUSING.stream()
+                            .map(java.lang.management.GarbageCollectorMXBean::getName)
+                            .toList(),
+                    Runtime.getRuntime().maxMemory() >> 20,
+                    ManagementFactory.getRuntimeMXBean().getInputArguments().stream()
+                            .filter(a -> a.startsWith("-X"))
+                            .toList());
             List<Round> offRounds = new ArrayList<>();
             List<Round> onRounds = new ArrayList<>();
             List<Double> ratios = new ArrayList<>();
+            List<Double> availableRatios = new ArrayList<>();
             for (int r = 0; r < rounds + 1; r++) { // round 0 warms up both
                 boolean offFirst = r % 2 == 0; // off, on, on, off, ...: neither always runs first
                 Round a = offFirst ? meter.round(off, blocks, threads, src, false) : null;
@@ -126,10 +173,29 @@ public final class EventsStoreRate {
                 if (a == null) {
                     a = meter.round(off, blocks, threads, src, false);
                 }
+                System.out.printf(
+                        "#   round %2d%s: off %,8.0f stores/s (%,8.0f on an available CPU) %5.0f ns/store, waited"
+                                + " %4.0f ms, GC pauses %d (%4d ms) | on %,8.0f (%,8.0f) %5.0f ns, waited %4.0f ms, GC"
+                                + " pauses %d (%4d ms)%n",
+                        r,
+                        r == 0 ? " (warm-up)" : "",
+                        a.rate(),
+                        a.availableRate(),
+                        a.storeCpu(),
+                        a.waitedMillis(),
+                        a.pauses(),
+                        a.pauseMillis(),
+                        b.rate(),
+                        b.availableRate(),
+                        b.storeCpu(),
+                        b.waitedMillis(),
+                        b.pauses(),
+                        b.pauseMillis());
                 if (r > 0) {
                     offRounds.add(a);
                     onRounds.add(b);
                     ratios.add(b.rate() / a.rate());
+                    availableRatios.add(b.availableRate() / a.availableRate());
                 }
             }
             System.out.printf(
@@ -161,6 +227,21 @@ public final class EventsStoreRate {
                     median(onRounds, Round::rate),
                     median(onRounds, Round::storeCpu),
                     median(onRounds, Round::publisherCpu));
+            System.out.printf(
+                    "GC pauses inside the rounds: off %d (%d ms), on %d (%d ms); storing threads waiting for a CPU: off"
+                            + " %.0f ms, on %.0f ms%n",
+                    offRounds.stream().mapToLong(Round::pauses).sum(),
+                    offRounds.stream().mapToLong(Round::pauseMillis).sum(),
+                    onRounds.stream().mapToLong(Round::pauses).sum(),
+                    onRounds.stream().mapToLong(Round::pauseMillis).sum(),
+                    offRounds.stream().mapToDouble(Round::waitedMillis).sum(),
+                    onRounds.stream().mapToDouble(Round::waitedMillis).sum());
+            System.out.printf(
+                    "on/off stores/s on an available CPU (wall time less the storing threads' run-queue wait):"
+                            + " median of the rounds' ratios %.3f (each round pair: %s); ratio of medians %.3f%n",
+                    median(availableRatios, x -> x),
+                    availableRatios.stream().map(x -> String.format("%.2f", x)).toList(),
+                    median(onRounds, Round::availableRate) / median(offRounds, Round::availableRate));
             System.out.printf(
                     "on/off stores/s: median of the rounds' ratios %.3f (each round pair: %s); ratio of medians %.3f%n",
                     median(ratios, x -> x),
@@ -240,10 +321,13 @@ public final class EventsStoreRate {
         Round round(TierEngine engine, int blocks, int threads, MemorySegment src, boolean evented) throws Exception {
             AtomicLong next = new AtomicLong();
             AtomicLongArray cpu = new AtomicLongArray(threads);
+            AtomicLongArray waited = new AtomicLongArray(threads);
             String ns = "bench";
             long handled = publisher.handled();
             long pub0 = cpu(eventThreads);
             Thread[] workers = new Thread[threads];
+            long pauses0 = pauseCount();
+            long pauseMillis0 = pauseMillis();
             long start = System.nanoTime();
             for (int t = 0; t < threads; t++) {
                 int slot = t;
@@ -257,6 +341,7 @@ public final class EventsStoreRate {
                             throw new IllegalStateException(e);
                         }
                     }
+                    long waited0 = runQueueWait();
                     long cpu0 = THREADS.getCurrentThreadCpuTime();
                     try {
                         for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
@@ -266,25 +351,51 @@ public final class EventsStoreRate {
                         throw new IllegalStateException(e);
                     }
                     cpu.set(slot, THREADS.getCurrentThreadCpuTime() - cpu0);
+                    waited.set(slot, runQueueWait() - waited0);
                 });
             }
             for (Thread w : workers) {
                 w.join();
             }
-            double rate = blocks / ((System.nanoTime() - start) / 1e9);
+            long wall = System.nanoTime() - start;
+            double rate = blocks / (wall / 1e9);
+            long pauses = pauseCount() - pauses0;
+            long pausedMillis = pauseMillis() - pauseMillis0;
             if (evented) {
                 awaitPublished(handled + blocks); // the round's events, sent, count for the round
             }
             double pub = (double) (cpu(eventThreads) - pub0) / blocks;
             long storing = 0;
+            long waitedNanos = 0;
             for (int t = 0; t < threads; t++) {
                 storing += cpu.get(t);
+                waitedNanos += waited.get(t);
             }
+            double waitedPerThread = (double) waitedNanos / threads;
             engine.deleteNamespace(ns);
             if (evented) {
                 awaitPublished(handled + 2L * blocks); // the removals go out before the next round starts
             }
-            return new Round(rate, (double) storing / blocks, evented ? pub : 0);
+            return new Round(
+                    rate,
+                    (double) storing / blocks,
+                    evented ? pub : 0,
+                    pauses,
+                    pausedMillis,
+                    waitedPerThread / 1e6,
+                    blocks / ((wall - waitedPerThread) / 1e9));
+        }
+
+        /** Nanoseconds the calling thread has spent runnable on a run queue, waiting for a CPU; 0 if unknown. */
+        private static long runQueueWait() {
+            try {
+                String[] fields = Files.readString(Path.of("/proc/thread-self/schedstat"))
+                        .trim()
+                        .split(" ");
+                return Long.parseLong(fields[1]);
+            } catch (java.io.IOException | RuntimeException e) {
+                return 0;
+            }
         }
 
         private static long cpu(long[] threads) {
