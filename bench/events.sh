@@ -12,5 +12,6 @@ JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
   -Dmdep.outputFile="$PWD/kv-store-service/target/bench-cp.txt" -Dmdep.includeScope=test
 CP=kv-store-service/target/test-classes:kv-store-service/target/classes:$(cat kv-store-service/target/bench-cp.txt)
 echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
-"$JAVA" --enable-native-access=ALL-UNNAMED -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" "${4:-shared}" \
+# the service's JVM options (configs/jvm.options, as ./kvstore run), unless KVSTORE_JVM_OPTIONS names another file
+"$JAVA" --enable-native-access=ALL-UNNAMED "@${KVSTORE_JVM_OPTIONS:-configs/jvm.options}" -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" "${4:-shared}" \
   2>&1 | grep -v -E 'INFO|WARNING|^SLF4J'

@@ -19,7 +19,7 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 
 trap cleanup EXIT
 start() { # name port extra-args...
   local name=$1 port=$2; shift 2
-  "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx1g -jar "$SERVICE" --server.port="$port" --kvstore.data-dir="$WORK/$name" \
+  "$JAVA" --enable-native-access=ALL-UNNAMED "@${KVSTORE_JVM_OPTIONS:-configs/jvm.options}" -Xmx1g -jar "$SERVICE" --server.port="$port" --kvstore.data-dir="$WORK/$name" \
     --kvstore.tiers.dram.capacity=2GB --kvstore.tiers.nvme.enabled=false --logging.level.root=WARN "$@" \
     >"$WORK/$name.log" 2>&1 &
   PIDS+=($!)
