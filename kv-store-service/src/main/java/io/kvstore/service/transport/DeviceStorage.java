@@ -102,9 +102,9 @@ public final class DeviceStorage {
 
     /**
      * Moves one 4 KiB slot from the start of the device region to a scratch file in {@code dir} (O_DIRECT
-     * where the filesystem allows) and back, before the tier holds any block: a backend that cannot be
-     * created, a file the driver cannot register or a filesystem GPUDirect Storage does not support fails
-     * here, at start-up, instead of on the first demotion.
+     * where the filesystem allows) and back, before the tier holds any block: a file the driver cannot
+     * register or a filesystem GPUDirect Storage does not support fails here, at start-up, instead of on
+     * the first demotion (a NIXL backend that cannot be created already failed when the copier was made).
      */
     public static void probe(DeviceFileCopier copier, Path dir) throws IOException {
         Files.createDirectories(dir);
