@@ -3,6 +3,7 @@ package io.kvstore.tier.memory;
 import java.util.ArrayDeque;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Carves one memory region into fixed-size slots, one slot size per block layout, several layouts side
@@ -25,6 +26,12 @@ public final class SlabAllocator {
     private final int slabCount;
     private final ArrayDeque<Integer> freeSlabs = new ArrayDeque<>();
     private final ConcurrentHashMap<Long, SlotClass> classes = new ConcurrentHashMap<>();
+    /**
+     * The slot class used last: a tier mostly holds one block layout, and finding it here spares every
+     * allocation and free a boxed {@code Long} key and a method reference (garbage on the store path).
+     */
+    private volatile @Nullable SlotClass lastClass;
+
     private final AtomicLong usedBytes = new AtomicLong();
     /** Slabs out of use ({@link #withhold}); guarded by {@link #freeSlabs}. */
     private final java.util.BitSet withheld = new java.util.BitSet();
@@ -148,7 +155,7 @@ public final class SlabAllocator {
             throw new IllegalArgumentException("a block of " + slotSize + " bytes does not fit a slab of " + slabSize
                     + " bytes; raise the tier's slab-size");
         }
-        long offset = classes.computeIfAbsent(slotSize, SlotClass::new).allocate();
+        long offset = slotClass(slotSize).allocate();
         if (offset >= 0) {
             usedBytes.addAndGet(slotSize);
         }
@@ -157,7 +164,7 @@ public final class SlabAllocator {
 
     /** Returns the slot at {@code offset} of {@code slotSize} bytes to the pool. */
     public void free(long offset, long slotSize) {
-        SlotClass slotClass = classes.get(slotSize);
+        SlotClass slotClass = existingSlotClass(slotSize);
         if (slotClass == null) {
             throw new IllegalArgumentException("no slots of size " + slotSize + " were ever allocated");
         }
@@ -182,8 +189,31 @@ public final class SlabAllocator {
                 || offset - (long) slab * slabSize + slotSize > slabSize) {
             throw new IllegalStateException("offset " + offset + " is not a slot of size " + slotSize);
         }
-        classes.computeIfAbsent(slotSize, SlotClass::new).claim(offset);
+        slotClass(slotSize).claim(offset);
         usedBytes.addAndGet(slotSize);
+    }
+
+    /** The slot class of {@code slotSize}, made on first use. */
+    private SlotClass slotClass(long slotSize) {
+        SlotClass slotClass = existingSlotClass(slotSize);
+        if (slotClass == null) {
+            slotClass = classes.computeIfAbsent(slotSize, SlotClass::new);
+            lastClass = slotClass;
+        }
+        return slotClass;
+    }
+
+    /** The slot class of {@code slotSize}, or null when no slot of that size was ever asked for. */
+    private @Nullable SlotClass existingSlotClass(long slotSize) {
+        SlotClass last = lastClass;
+        if (last != null && last.slotSize == slotSize) {
+            return last;
+        }
+        SlotClass slotClass = classes.get(slotSize);
+        if (slotClass != null) {
+            lastClass = slotClass;
+        }
+        return slotClass;
     }
 
     private boolean takeSpecificSlab(int slab) {
