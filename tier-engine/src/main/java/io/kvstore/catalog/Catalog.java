@@ -37,8 +37,15 @@ public final class Catalog {
     public CatalogEntry entryFor(BlockKey key, @Nullable BlockHash parent, int length, int crc32c) {
         SpinWait wait = null;
         while (true) {
-            CatalogEntry entry = entries.computeIfAbsent(
-                    key, k -> new CatalogEntry(k, parent, length, crc32c, clockMillis.getAsLong()));
+            // get, then putIfAbsent: a new block costs one CAS of its map node, where computeIfAbsent
+            // allocated a capturing lambda and a reservation node per call (garbage on every store); an
+            // entry made by a thread that loses the race is simply dropped (its constructor does nothing else)
+            CatalogEntry entry = entries.get(key);
+            if (entry == null) {
+                CatalogEntry fresh = new CatalogEntry(key, parent, length, crc32c, clockMillis.getAsLong());
+                CatalogEntry raced = entries.putIfAbsent(key, fresh);
+                entry = raced == null ? fresh : raced;
+            }
             if (!entry.dead()) {
                 return entry;
             }
