@@ -86,7 +86,7 @@ final class Residency {
     Stored store(BlockKey key, @Nullable BlockHash parent, int length, int crc, BlockTier tier, FirstCopy firstCopy)
             throws IOException {
         TierId target = tier.id();
-        SpinWait busy = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+        SpinWait busy = null; // made on the first wait only: no garbage on the store path
         while (true) {
             CatalogEntry entry = catalog.entryFor(key, parent, length, crc);
             switch (entry.claimWrite()) {
@@ -102,6 +102,9 @@ final class Residency {
                     return new Stored(holder, false, entry);
                 }
                 case BUSY, DEAD -> {
+                    if (busy == null) {
+                        busy = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+                    }
                     busy.pause(() -> "block " + key + " is busy: another store of it has not finished in 30 s");
                     continue;
                 }
