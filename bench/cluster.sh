@@ -43,7 +43,10 @@ start_node() {
       "--kvstore.cluster.node-name=$name" "--kvstore.cluster.advertised-address=http://127.0.0.1:$port"
       "--kvstore.cluster.key-prefix=$prefix")
   fi
-  "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx1g -jar "$SERVICE" --server.port="$port" \
+  local jfr=()
+  # KVSTORE_BENCH_JFR=<dir>: each node records a JFR profile there (node-<port>.jfr), for `jfr print`
+  [[ -n ${KVSTORE_BENCH_JFR:-} ]] && jfr=("-XX:StartFlightRecording=filename=$KVSTORE_BENCH_JFR/node-$port.jfr,settings=profile")
+  "$JAVA" --enable-native-access=ALL-UNNAMED -Xmx1g "${jfr[@]}" -jar "$SERVICE" --server.port="$port" \
     --kvstore.data-dir="$WORK/data-$port" --kvstore.tiers.dram.capacity=$(( BLOCKS * 2 + 128 ))MB \
     --kvstore.tiers.nvme.enabled=false --kvstore.max-request-size=256MB --logging.level.root=WARN \
     "${cluster[@]}" >"$WORK/node-$port.log" 2>&1 &

@@ -99,6 +99,11 @@ public final class BlockHash implements Comparable<BlockHash> {
         return bytes.clone();
     }
 
+    /** Copies the hash's bytes into {@code out} at {@code offset} (a wire format, without a copy per hash). */
+    public void copyTo(byte[] out, int offset) {
+        System.arraycopy(bytes, 0, out, offset, bytes.length);
+    }
+
     public int length() {
         return bytes.length;
     }

@@ -111,14 +111,30 @@ public final class ClusterRouter {
         List<List<Member>> round = askees.first();
         while (true) {
             Map<Member, Indices> asked = new LinkedHashMap<>();
+            // the blocks of a run share one list of askees (owners()), so in the first round a block whose
+            // list is the previous block's goes where that one went, without hashing a member per block
+            boolean firstRound = earlier.isEmpty();
+            List<Member> previous = null;
+            List<Indices> previousTargets = List.of();
             for (int i = 0; i < n; i++) {
                 List<Member> candidates = round.get(i);
+                if (firstRound && candidates == previous) {
+                    for (int t = 0; t < previousTargets.size(); t++) {
+                        previousTargets.get(t).add(i);
+                    }
+                    continue;
+                }
+                List<Indices> targets = new ArrayList<>(candidates.size());
                 for (int k = 0; k < candidates.size(); k++) {
                     Member m = candidates.get(k);
                     if (candidates.indexOf(m) == k && !askedBefore(earlier, i, m)) {
-                        asked.computeIfAbsent(m, key -> new Indices()).add(i);
+                        Indices to = asked.computeIfAbsent(m, key -> new Indices());
+                        to.add(i);
+                        targets.add(to);
                     }
                 }
+                previous = candidates;
+                previousTargets = targets;
             }
             if (asked.isEmpty()) {
                 break;
@@ -172,22 +188,22 @@ public final class ClusterRouter {
                 }
                 tierAt.put(e.getKey(), at);
             }
+            if (failed.isEmpty()) {
+                // every node asked answered: no block needs its replicas, so no further round
+                spread(round, tierAt, answered, holders, tiers, from);
+                break;
+            }
             List<List<Member>> next = new ArrayList<>(n);
+            List<Member> previousAskees = null;
+            boolean anyFailed = false;
+            spread(round, tierAt, answered, holders, tiers, from);
             for (int i = 0; i < n; i++) {
-                if (holders[i] == null) {
-                    for (Member m : round.get(i)) {
-                        String[] at = tierAt.get(m);
-                        if (at != null && at[i] != null) {
-                            holders[i] = m;
-                            tiers[i] = at[i];
-                            from[i] = answered.get(m);
-                            break;
-                        }
-                    }
+                List<Member> askeesOf = round.get(i);
+                if (askeesOf != previousAskees) {
+                    previousAskees = askeesOf;
+                    anyFailed = askeesOf.stream().anyMatch(failed::contains);
                 }
-                if (holders[i] == null
-                        && !failed.isEmpty()
-                        && round.get(i).stream().anyMatch(failed::contains)) {
+                if (holders[i] == null && anyFailed) {
                     next.add(askees.replicas().get(i).stream()
                             .filter(m -> !failed.contains(m))
                             .toList());
@@ -198,6 +214,44 @@ public final class ClusterRouter {
             round = next;
         }
         return new Located(holders, tiers, from, answers);
+    }
+
+    /**
+     * Records, for each block still without a holder, the first of its askees in {@code round} whose answer
+     * holds it. Blocks of a run share one list of askees, so each list's answers are looked up once, not per
+     * block.
+     */
+    private static void spread(
+            List<List<Member>> round,
+            Map<Member, String[]> tierAt,
+            Map<Member, Answer> answered,
+            Member[] holders,
+            String[] tiers,
+            Answer[] from) {
+        List<Member> previous = null;
+        String[][] at = new String[0][];
+        for (int i = 0; i < holders.length; i++) {
+            if (holders[i] != null) {
+                continue;
+            }
+            List<Member> askeesOf = round.get(i);
+            if (askeesOf != previous) {
+                previous = askeesOf;
+                at = new String[askeesOf.size()][];
+                for (int k = 0; k < at.length; k++) {
+                    at[k] = tierAt.get(askeesOf.get(k));
+                }
+            }
+            for (int k = 0; k < at.length; k++) {
+                if (at[k] != null && at[k][i] != null) {
+                    Member m = askeesOf.get(k);
+                    holders[i] = m;
+                    tiers[i] = at[k][i];
+                    from[i] = answered.get(m);
+                    break;
+                }
+            }
+        }
     }
 
     /** Whether block {@code i} was asked of {@code m} in an earlier round (a node is asked once per block). */
@@ -263,37 +317,44 @@ public final class ClusterRouter {
      */
     private Askees owners(String namespace, List<BlockHash> chain) {
         List<MemberSet> sets = membership.recent();
-        List<Member> current = sets.getFirst().members();
-        Set<String> live = new LinkedHashSet<>();
-        current.forEach(m -> live.add(m.name()));
+        MemberSet now = sets.getFirst();
+        List<Member> current = now.members();
         int replicas = properties.replicasOf(namespace);
-        List<BlockHash> keys = Placement.runKeys(chain, properties.runBlocks());
-        Map<BlockHash, List<Member>> byKey = new HashMap<>();
-        Map<BlockHash, List<Member>> replicasByKey = new HashMap<>();
-        List<List<Member>> first = new ArrayList<>(chain.size());
-        List<List<Member>> fallback = new ArrayList<>(chain.size());
-        for (BlockHash key : keys) {
-            List<Member> owners = byKey.computeIfAbsent(key, k -> {
+        int runBlocks = properties.runBlocks();
+        // a run's blocks follow its first block, so each run's owners are computed once, at its start, and
+        // its blocks share that one list (which locate() relies on to group them without per-block hashing)
+        List<Member>[] first = newLists(chain.size());
+        List<Member>[] fallback = newLists(chain.size());
+        List<Member> owners = List.of();
+        List<Member> others = List.of();
+        for (int i = 0; i < chain.size(); i++) {
+            BlockHash hash = chain.get(i);
+            if (i == 0 || Placement.startsRun(hash, runBlocks)) {
                 Set<Member> out = new LinkedHashSet<>();
                 for (MemberSet set : sets) {
-                    Member owner = Placement.owner(namespace, k, set.members());
-                    if (owner != null && live.contains(owner.name())) {
-                        out.add(sets.getFirst().named(owner.name()));
+                    Member owner = Placement.owner(namespace, hash, set.members());
+                    Member live = owner == null ? null : now.named(owner.name());
+                    if (live != null) {
+                        out.add(live);
                     }
                 }
-                return List.copyOf(out);
-            });
-            first.add(owners);
-            fallback.add(
-                    replicas <= 1
-                            ? List.of()
-                            : replicasByKey.computeIfAbsent(
-                                    key,
-                                    k -> Placement.owners(namespace, k, current, replicas).stream()
-                                            .filter(m -> !owners.contains(m))
-                                            .toList()));
+                owners = List.copyOf(out);
+                List<Member> firstAsked = owners;
+                others = replicas <= 1
+                        ? List.of()
+                        : Placement.owners(namespace, hash, current, replicas).stream()
+                                .filter(m -> !firstAsked.contains(m))
+                                .toList();
+            }
+            first[i] = owners;
+            fallback[i] = others;
         }
-        return new Askees(first, fallback);
+        return new Askees(java.util.Arrays.asList(first), java.util.Arrays.asList(fallback));
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Member>[] newLists(int n) {
+        return (List<Member>[]) new List<?>[n];
     }
 
     // ---- lookup ----------------------------------------------------------------------------------

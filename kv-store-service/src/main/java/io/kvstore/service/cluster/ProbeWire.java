@@ -32,7 +32,11 @@ final class ProbeWire {
         byte[] out = new byte[1 + hashes.size() * length];
         out[0] = (byte) (lease ? 1 : 0);
         for (int i = 0; i < hashes.size(); i++) {
-            System.arraycopy(hashes.get(i).toBytes(), 0, out, 1 + i * length, length);
+            BlockHash hash = hashes.get(i);
+            if (hash.length() != length) {
+                throw new IllegalArgumentException("a probe's hashes are all of one length");
+            }
+            hash.copyTo(out, 1 + i * length);
         }
         return out;
     }
@@ -47,7 +51,7 @@ final class ProbeWire {
         }
         List<BlockHash> hashes = new ArrayList<>(n / hashBytes);
         for (int at = 1; at < body.length; at += hashBytes) {
-            hashes.add(BlockHash.of(Arrays.copyOfRange(body, at, at + hashBytes)));
+            hashes.add(BlockHash.of(body, at, hashBytes));
         }
         return new Asked(hashes, body[0] == 1);
     }
