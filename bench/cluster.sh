@@ -74,6 +74,17 @@ for n in 1 2 3; do
   for i in $(seq 1 $n); do p=$((BASE_PORT + 10 * (n + 1) + i)); ports+=($p); urls+=("http://127.0.0.1:$p"); start_node $p "node-$i" "/bench-$n/"; done
   wait_up "${ports[@]}"
   if (( n == 3 )); then run io.kvstore.bench.transport.HttpLoad lookup "${urls[0]}" "$LOOKUP_SECS" "$WARMUP" "${urls[@]:1}"; fi
+  if (( n == 3 )) && [[ -n ${KVSTORE_BENCH_AB_JAR:-} ]]; then
+    # KVSTORE_BENCH_AB_JAR=<service jar>: the same lookups through a cluster of that build (A/B in one run)
+    stop_nodes; ours=$SERVICE; SERVICE=$KVSTORE_BENCH_AB_JAR
+    echo "## cluster of 3, $(basename "$SERVICE")"
+    for i in 1 2 3; do start_node "${ports[i-1]}" "node-$i" "/bench-ab/"; done
+    wait_up "${ports[@]}"
+    run io.kvstore.bench.transport.HttpLoad lookup "${urls[0]}" "$LOOKUP_SECS" "$WARMUP" "${urls[@]:1}"
+    stop_nodes; SERVICE=$ours
+    for i in 1 2 3; do start_node "${ports[i-1]}" "node-$i" "/bench-$n-again/"; done
+    wait_up "${ports[@]}"
+  fi
   run io.kvstore.bench.transport.ClusterLoad "$FETCH_SECS" "$CLIENTS" "$BLOCKS" 8 "${urls[@]}"
   stop_nodes
 done

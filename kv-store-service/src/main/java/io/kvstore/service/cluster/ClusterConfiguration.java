@@ -5,9 +5,13 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ProblemAdvice;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.security.EngineCallers;
 import io.kvstore.service.security.PeerCredentials;
+import io.kvstore.service.security.TenantGuard;
+import io.kvstore.service.security.TokenStore;
 import io.kvstore.service.transport.TransportService;
 import java.time.Clock;
 import java.util.concurrent.ExecutorService;
@@ -16,6 +20,7 @@ import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.web.servlet.ServletRegistrationBean;
 import org.springframework.context.ApplicationListener;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -89,6 +94,32 @@ public class ClusterConfiguration {
                 properties.peerToken(),
                 kvstore.adminToken(),
                 credentials);
+    }
+
+    /** The probe other nodes send ({@link ProbeServlet}), served beside Spring MVC's dispatcher. */
+    @Bean
+    ServletRegistrationBean<ProbeServlet> probeServlet(
+            TokenStore tokens,
+            PeerCredentials credentials,
+            TenantGuard guard,
+            NamespaceRegistry namespaces,
+            Peers peers,
+            ProblemAdvice problems,
+            JsonMapper json,
+            KvStoreProperties kvstore) {
+        ProbeServlet servlet = new ProbeServlet(
+                new EngineCallers(tokens, credentials),
+                guard,
+                namespaces,
+                peers,
+                problems,
+                json,
+                kvstore.limits().maxBlocksPerRequest());
+        ServletRegistrationBean<ProbeServlet> registration =
+                new ServletRegistrationBean<>(servlet, ProbeServlet.MAPPING);
+        registration.setName("kvstoreClusterProbe");
+        registration.setLoadOnStartup(1);
+        return registration;
     }
 
     @Bean(destroyMethod = "close")

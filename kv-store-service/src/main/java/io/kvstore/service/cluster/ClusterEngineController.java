@@ -47,7 +47,7 @@ import tools.jackson.databind.json.JsonMapper;
  * The engine API's block calls for the whole cluster. Its mappings match only requests without the
  * {@value Peer#FORWARDED} header (engines' calls), and being the more specific match they take those from
  * {@code EngineController}; node-to-node calls carry the header and reach {@code EngineController}, which
- * answers from this node's tiers. {@code blocks:probe} is the one call only nodes need.
+ * answers from this node's tiers. The one call only nodes make, the probe, is {@link ProbeServlet}.
  */
 @RestController
 @RequestMapping("/v1")
@@ -270,26 +270,6 @@ public class ClusterEngineController {
         response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
         response.setContentLengthLong(gathered.contentLength());
         gathered.writeTo(ConnectorStreams.outputStream(response));
-    }
-
-    /**
-     * Which of the named blocks this node holds (tier or null each), leased when asked; for other nodes, in
-     * the bytes of {@link ProbeWire}.
-     */
-    @PostMapping(
-            path = "/namespaces/{ns}/blocks:probe",
-            consumes = MediaType.APPLICATION_OCTET_STREAM_VALUE,
-            produces = MediaType.APPLICATION_OCTET_STREAM_VALUE)
-    public byte[] probe(
-            @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
-            @PathVariable("ns") String ns,
-            HttpServletRequest request)
-            throws IOException {
-        guard.requireRead(caller, ns);
-        NamespaceSpec spec = namespaces.require(ns);
-        byte[] body = request.getInputStream().readNBytes(1 + maxBlocks * spec.hashBytes() + 1);
-        ProbeWire.Asked asked = ProbeWire.parseRequest(body, spec.hashBytes(), maxBlocks);
-        return ProbeWire.answer(peers.of(peers.self()).probe(caller, ns, asked.hashes(), asked.lease()), json);
     }
 
     /** A peer that refused or could not be reached: its status (502/503 for its own failures) as problem JSON. */

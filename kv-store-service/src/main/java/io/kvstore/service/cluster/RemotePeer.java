@@ -87,7 +87,7 @@ public final class RemotePeer implements Peer {
      * plain {@code http} is asked through the JDK's HTTP client instead.
      */
     SentProbe sendProbe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) {
-        String path = "/v1/namespaces/" + encode(namespace) + "/blocks:probe";
+        String path = ProbeServlet.path(encode(namespace));
         byte[] body = ProbeWire.request(hashes, lease);
         if (probes == null) {
             CompletableFuture<Probe> answer = probeAsync(caller, path, body, hashes.size());

@@ -26,7 +26,7 @@ final class AdminAuthInterceptor implements HandlerInterceptor {
     public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler) {
         Caller caller = peers.forwarded(request);
         if (caller == null) {
-            caller = ApiAuthInterceptor.bearer(
+            caller = EngineCallers.bearer(
                     request,
                     tokens,
                     "the admin API needs 'Authorization: Bearer <token>' of a token with the admin role");

@@ -1,66 +1,24 @@
 package io.kvstore.service.security;
 
-import io.kvstore.service.error.ForbiddenException;
-import io.kvstore.service.error.UnauthorizedException;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
-import java.net.InetAddress;
-import org.springframework.http.HttpHeaders;
 import org.springframework.web.servlet.HandlerInterceptor;
 
 /**
- * Decides who is calling the engine API ({@code /v1/**}) and leaves it as {@link Caller#ATTRIBUTE}.
- * A cluster peer's call carries the caller the first node authenticated, signed with the cluster secret
- * ({@link PeerCredentials}). Otherwise, with tokens: no bearer token is 401, an unknown one 403. Without any
- * engine token the service is in protected mode, as Redis is: loopback clients act as {@link Caller#LOCAL},
- * everyone else gets 403 saying how to configure tokens. Refusals are exceptions, answered as problem JSON
- * by the error advice.
+ * Decides who is calling the engine API ({@code /v1/**}) by the rules of {@link EngineCallers} and leaves it
+ * as {@link Caller#ATTRIBUTE}; refusals are exceptions, answered as problem JSON by the error advice.
  */
 final class ApiAuthInterceptor implements HandlerInterceptor {
 
-    private final TokenStore tokens;
-    private final PeerCredentials peers;
+    private final EngineCallers callers;
 
-    ApiAuthInterceptor(TokenStore tokens, PeerCredentials peers) {
-        this.tokens = tokens;
-        this.peers = peers;
+    ApiAuthInterceptor(EngineCallers callers) {
+        this.callers = callers;
     }
 
     @Override
     public boolean preHandle(HttpServletRequest request, HttpServletResponse response, Object handler) {
-        request.setAttribute(Caller.ATTRIBUTE, caller(request));
+        request.setAttribute(Caller.ATTRIBUTE, callers.of(request));
         return true;
-    }
-
-    private Caller caller(HttpServletRequest request) {
-        Caller forwarded = peers.forwarded(request);
-        if (forwarded != null) {
-            return forwarded;
-        }
-        if (tokens.protectedMode()) {
-            if (loopback(request.getRemoteAddr())) {
-                return Caller.LOCAL;
-            }
-            throw new ForbiddenException("kvstore runs in protected mode (no API tokens configured): the engine API "
-                    + "answers loopback clients only; configure kvstore.tokens or issue one with POST /admin/tokens");
-        }
-        return bearer(request, tokens, "the engine API needs 'Authorization: Bearer <token>'");
-    }
-
-    /** The caller of a request's bearer token: 401 without one, 403 when it is no known token. */
-    static Caller bearer(HttpServletRequest request, TokenStore tokens, String missing) {
-        String header = request.getHeader(HttpHeaders.AUTHORIZATION);
-        if (header == null || !header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-            throw new UnauthorizedException(missing);
-        }
-        return tokens.requireBearer(header.substring(7), missing);
-    }
-
-    static boolean loopback(String address) {
-        try {
-            return address != null && InetAddress.ofLiteral(address).isLoopbackAddress();
-        } catch (IllegalArgumentException e) {
-            return false;
-        }
     }
 }

@@ -56,7 +56,8 @@ public class SecurityWebConfiguration implements WebMvcConfigurer {
 
     @Override
     public void addInterceptors(InterceptorRegistry registry) {
-        registry.addInterceptor(new ApiAuthInterceptor(tokens, peers)).addPathPatterns("/v1", "/v1/**");
+        registry.addInterceptor(new ApiAuthInterceptor(new EngineCallers(tokens, peers)))
+                .addPathPatterns("/v1", "/v1/**");
         registry.addInterceptor(new AdminAuthInterceptor(tokens, peers)).addPathPatterns("/admin", "/admin/**");
     }
 }

@@ -180,7 +180,7 @@ class ClusterTenantTest {
     void everyEndpointOfAClusterNodeRefusesARequestWithoutAToken() throws Exception {
         String hash = prompt.getFirst().hex();
         List<String[]> all = RegisteredEndpoints.of(a.context(), Map.of("ns", NS, "hash", hash, "id", "some-id"));
-        assertThat(all.stream().map(e -> e[1])).contains("/v1/namespaces/" + NS + "/blocks:probe", "/admin/cluster");
+        assertThat(all.stream().map(e -> e[1])).contains("/admin/cluster");
         for (String[] e : all) {
             var r = ClusterNodes.HTTP.send(request(a, e).build(), HttpResponse.BodyHandlers.ofString());
             assertThat(r.statusCode()).as(e[0] + " " + e[1] + ": " + r.body()).isEqualTo(401);
@@ -191,16 +191,30 @@ class ClusterTenantTest {
                 assertThat(alpha.statusCode()).as(e[0] + " " + e[1]).isEqualTo(403);
             }
         }
-        // beta cannot probe alpha's namespace either (the call nodes make to each other)
-        var probe = ClusterNodes.HTTP.send(
-                HttpRequest.newBuilder(URI.create(a.base() + "/v1/namespaces/" + NS + "/blocks:probe"))
-                        .header("Content-Type", "application/octet-stream")
-                        .headers(BETA)
-                        .POST(HttpRequest.BodyPublishers.ofByteArray(
-                                ProbeWire.request(List.of(prompt.getFirst()), false)))
+        // the probe nodes send each other is a servlet beside those mappings, with the same rules: no token
+        // is 401, beta cannot probe alpha's namespace (403), alpha can; refusals are problem JSON
+        byte[] asked = ProbeWire.request(List.of(prompt.getFirst()), false);
+        var anonymous = probe(a, "/v1/cluster/" + NS + "/blocks:probe", asked, new String[0]);
+        assertThat(anonymous.statusCode()).as(anonymous.body()).isEqualTo(401);
+        assertProblem(anonymous, 401);
+        var beta = probe(a, "/v1/cluster/" + NS + "/blocks:probe", asked, BETA);
+        assertThat(beta.statusCode()).as(beta.body()).isEqualTo(403);
+        assertProblem(beta, 403);
+        var alpha = ClusterNodes.HTTP.send(
+                probeRequest(a, "/v1/cluster/" + NS + "/blocks:probe", asked, ALPHA),
+                HttpResponse.BodyHandlers.ofByteArray());
+        assertThat(alpha.statusCode()).isEqualTo(200);
+        assertThat(alpha.body()).hasSize(1); // one tier byte for the one hash asked, no lease
+        // a body that is no probe, a path that is no probe, a GET: problem JSON, never a 5xx
+        assertProblem(probe(a, "/v1/cluster/" + NS + "/blocks:probe", new byte[] {7, 1, 2}, ALPHA), 400);
+        assertProblem(probe(a, "/v1/cluster/" + NS + "/blocks:other", asked, ALPHA), 404);
+        var get = ClusterNodes.HTTP.send(
+                HttpRequest.newBuilder(URI.create(a.base() + "/v1/cluster/" + NS + "/blocks:probe"))
+                        .headers(ALPHA)
+                        .GET()
                         .build(),
                 HttpResponse.BodyHandlers.ofString());
-        assertThat(probe.statusCode()).as(probe.body()).isEqualTo(403);
+        assertProblem(get, 405);
         // the admin role reaches every member through the signed caller: b shows its tiers to a
         var cluster = JSON.readTree(ClusterNodes.send(a.base(), "GET", "/admin/cluster", null, ADMIN)
                 .body());
@@ -210,6 +224,28 @@ class ClusterTenantTest {
                     .isTrue();
             assertThat(m.path("tiers").isArray()).as(m.toString()).isTrue();
         }
+    }
+
+    private static HttpRequest probeRequest(Node node, String path, byte[] body, String... headers) {
+        var builder = HttpRequest.newBuilder(URI.create(node.base() + path))
+                .header("Content-Type", "application/octet-stream")
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        if (headers.length > 0) {
+            builder.headers(headers);
+        }
+        return builder.build();
+    }
+
+    private static HttpResponse<String> probe(Node node, String path, byte[] body, String... headers) throws Exception {
+        return ClusterNodes.HTTP.send(probeRequest(node, path, body, headers), HttpResponse.BodyHandlers.ofString());
+    }
+
+    private static void assertProblem(HttpResponse<String> response, int status) {
+        assertThat(response.statusCode()).as(response.body()).isEqualTo(status);
+        assertThat(response.headers().firstValue("Content-Type").orElse("")).startsWith("application/problem+json");
+        JsonNode problem = JSON.readTree(response.body());
+        assertThat(problem.path("status").asInt()).isEqualTo(status);
+        assertThat(problem.path("detail").asString()).isNotBlank();
     }
 
     private static HttpRequest.Builder request(Node node, String[] e) {

@@ -243,7 +243,7 @@ class PeerHttpTest {
         assertThat(probe.tiers()).containsExactly("DRAM", null);
         assertThat(probe.lease()).isNull();
         Seen request = seen.getFirst();
-        assertThat(request.requestLine()).isEqualTo("POST /v1/namespaces/my%20ns/blocks:probe HTTP/1.1");
+        assertThat(request.requestLine()).isEqualTo("POST /v1/cluster/my%20ns/blocks:probe HTTP/1.1");
         assertThat(request.headers())
                 .containsEntry("authorization", "Bearer peer-token")
                 .containsEntry("kvstore-forwarded-by", "node-1");
