@@ -109,6 +109,9 @@ public final class KvEventCodec {
      */
     public final class BatchWriter {
         private byte[] body = new byte[4096];
+        /** A batch's head (at most 1 + 9 + 5 bytes) and then its rank (at most 9). */
+        private final byte[] edges = new byte[32];
+
         private int length;
         private int count;
 
@@ -156,29 +159,29 @@ public final class KvEventCodec {
             if (dataParallelRank < 0) {
                 throw new IllegalArgumentException("data_parallel_rank must not be negative: " + dataParallelRank);
             }
-            // sized exactly: the array header, the float, the events' array header, the events, the rank
-            int countHeader = count < 16 ? 1 : count < 1 << 16 ? 3 : 5;
-            byte[] payload = new byte[1 + 9 + countHeader + length + unsignedLength(dataParallelRank)];
+            // the batch's head (array header, float, the events' array header) and its rank are written into
+            // the scratch first, so the payload is made at its exact size and the events copied into it once
             int at = 0;
-            payload[at++] = (byte) 0x93; // [ts, events, data_parallel_rank]
-            payload[at++] = (byte) 0xcb; // float 64
-            at = bigEndian(payload, at, Double.doubleToRawLongBits(ts), 8);
+            edges[at++] = (byte) 0x93; // [ts, events, data_parallel_rank]
+            edges[at++] = (byte) 0xcb; // float 64
+            at = bigEndian(edges, at, Double.doubleToRawLongBits(ts), 8);
             if (count < 16) {
-                payload[at++] = (byte) (0x90 | count);
+                edges[at++] = (byte) (0x90 | count);
             } else if (count < 1 << 16) {
-                payload[at++] = (byte) 0xdc;
-                at = bigEndian(payload, at, count, 2);
+                edges[at++] = (byte) 0xdc;
+                at = bigEndian(edges, at, count, 2);
             } else {
-                payload[at++] = (byte) 0xdd;
-                at = bigEndian(payload, at, count, 4);
+                edges[at++] = (byte) 0xdd;
+                at = bigEndian(edges, at, count, 4);
             }
-            System.arraycopy(body, 0, payload, at, length);
-            at = unsigned(payload, at + length, dataParallelRank);
+            int head = at;
+            int end = unsigned(edges, head, dataParallelRank);
+            byte[] payload = new byte[head + length + (end - head)];
+            System.arraycopy(edges, 0, payload, 0, head);
+            System.arraycopy(body, 0, payload, head, length);
+            System.arraycopy(edges, head, payload, head + length, end - head);
             length = 0;
             count = 0;
-            if (at != payload.length) {
-                throw new IllegalStateException("batch of " + payload.length + " bytes written to " + at);
-            }
             return payload;
         }
 
@@ -200,20 +203,6 @@ public final class KvEventCodec {
      * Writes {@code v} read as unsigned in msgpack's smallest form (positive fixint, uint8, 16, 32 or 64), as
      * msgspec writes a non-negative Python int; returns the position after it.
      */
-    /** The bytes {@link #unsigned} writes for {@code v}. */
-    static int unsignedLength(long v) {
-        if (v >= 0 && v < 1 << 7) {
-            return 1;
-        } else if (v >= 0 && v < 1 << 8) {
-            return 2;
-        } else if (v >= 0 && v < 1 << 16) {
-            return 3;
-        } else if (v >= 0 && v < 1L << 32) {
-            return 5;
-        }
-        return 9;
-    }
-
     static int unsigned(byte[] out, int at, long v) {
         if (v >= 0 && v < 1 << 7) {
             out[at] = (byte) v;
