@@ -188,15 +188,13 @@ public final class ClusterRouter {
                 }
                 tierAt.put(e.getKey(), at);
             }
+            spread(round, tierAt, answered, holders, tiers, from);
             if (failed.isEmpty()) {
-                // every node asked answered: no block needs its replicas, so no further round
-                spread(round, tierAt, answered, holders, tiers, from);
-                break;
+                break; // every node asked answered: no block needs its replicas, so no further round
             }
             List<List<Member>> next = new ArrayList<>(n);
             List<Member> previousAskees = null;
             boolean anyFailed = false;
-            spread(round, tierAt, answered, holders, tiers, from);
             for (int i = 0; i < n; i++) {
                 List<Member> askeesOf = round.get(i);
                 if (askeesOf != previousAskees) {
@@ -320,19 +318,21 @@ public final class ClusterRouter {
         MemberSet now = sets.getFirst();
         List<Member> current = now.members();
         int replicas = properties.replicasOf(namespace);
-        int runBlocks = properties.runBlocks();
-        // a run's blocks follow its first block, so each run's owners are computed once, at its start, and
-        // its blocks share that one list (which locate() relies on to group them without per-block hashing)
-        List<Member>[] first = newLists(chain.size());
-        List<Member>[] fallback = newLists(chain.size());
+        // a run's blocks share its key (the hash of its first block, the same object for the whole run), so
+        // each run's owners are computed once, at its start, and its blocks share that one list (which
+        // locate() relies on to group them without per-block hashing)
+        List<BlockHash> keys = Placement.runKeys(chain, properties.runBlocks());
+        List<List<Member>> first = new ArrayList<>(chain.size());
+        List<List<Member>> fallback = new ArrayList<>(chain.size());
+        BlockHash runKey = null;
         List<Member> owners = List.of();
         List<Member> others = List.of();
-        for (int i = 0; i < chain.size(); i++) {
-            BlockHash hash = chain.get(i);
-            if (i == 0 || Placement.startsRun(hash, runBlocks)) {
+        for (BlockHash key : keys) {
+            if (key != runKey) {
+                runKey = key;
                 Set<Member> out = new LinkedHashSet<>();
                 for (MemberSet set : sets) {
-                    Member owner = Placement.owner(namespace, hash, set.members());
+                    Member owner = Placement.owner(namespace, key, set.members());
                     Member live = owner == null ? null : now.named(owner.name());
                     if (live != null) {
                         out.add(live);
@@ -342,19 +342,14 @@ public final class ClusterRouter {
                 List<Member> firstAsked = owners;
                 others = replicas <= 1
                         ? List.of()
-                        : Placement.owners(namespace, hash, current, replicas).stream()
+                        : Placement.owners(namespace, key, current, replicas).stream()
                                 .filter(m -> !firstAsked.contains(m))
                                 .toList();
             }
-            first[i] = owners;
-            fallback[i] = others;
+            first.add(owners);
+            fallback.add(others);
         }
-        return new Askees(java.util.Arrays.asList(first), java.util.Arrays.asList(fallback));
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Member>[] newLists(int n) {
-        return (List<Member>[]) new List<?>[n];
+        return new Askees(first, fallback);
     }
 
     // ---- lookup ----------------------------------------------------------------------------------
