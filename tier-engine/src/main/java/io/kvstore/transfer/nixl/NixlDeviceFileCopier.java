@@ -6,8 +6,6 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.ToLongFunction;
 
@@ -25,7 +23,6 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
 
     private final String backend;
     private final NixlFileCopier copier;
-    private final Map<BlockFile, NixlFileCopier.File> files = new ConcurrentHashMap<>();
 
     /**
      * @param backend {@code GDS_MT}, {@code GDS} (or {@code POSIX} for host memory)
@@ -105,13 +102,13 @@ public final class NixlDeviceFileCopier implements DeviceFileCopier {
         }
     }
 
+    /** The block file as registered with the agent (registered on its first move; the copier keeps it). */
     private NixlFileCopier.File registered(BlockFile file) {
-        return files.computeIfAbsent(file, f -> copier.register(f.fd(), f.size()));
+        return copier.register(file.fd(), file.size());
     }
 
     @Override
     public void close() {
-        files.clear();
         copier.close();
     }
 }
