@@ -63,6 +63,11 @@ final class Mover implements AutoCloseable {
     private final Residency residency;
     private final EngineEvents events;
     private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
+    /**
+     * Per tier, moves between clearing a block's residency and freeing its slot: a write waiting for room
+     * must keep waiting through that window, when the block no longer looks held but its slot is not free yet.
+     */
+    private final EnumMap<TierId, AtomicInteger> slotsBeingFreed = new EnumMap<>(TierId.class);
     /** Per tier, why copies out of it fail (the first failure's reason), or null while they work. */
     private final EnumMap<TierId, AtomicReference<@Nullable String>> demotionFailing = new EnumMap<>(TierId.class);
 
@@ -80,6 +85,7 @@ final class Mover implements AutoCloseable {
         for (TierId id : stack.ids()) {
             demotionQueued.put(id, new AtomicBoolean());
             demotionFailing.put(id, new AtomicReference<>());
+            slotsBeingFreed.put(id, new AtomicInteger());
         }
     }
 
@@ -114,8 +120,8 @@ final class Mover implements AutoCloseable {
 
     /**
      * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
-     * some block is held only by a reader or an in-flight move (a demotion frees its slot within moments),
-     * waits a little so the caller can try again. Writers thus queue behind the demoter instead of failing.
+     * some block is held only by a reader or an in-flight move, or a finished move is freeing its slot (a
+     * demotion frees its slot within moments), waits a little so the caller can try again. Writers thus queue behind the demoter instead of failing.
      *
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
@@ -124,11 +130,12 @@ final class Mover implements AutoCloseable {
         if (evictOne(id, length)) {
             return;
         }
-        boolean transientHold = stack.policy(id).nextVictim(k -> {
-                    CatalogEntry e = catalog.get(k);
-                    return e != null && e.heldBrieflyIn(id);
-                })
-                != null;
+        boolean transientHold = freeing(id).get() > 0
+                || stack.policy(id).nextVictim(k -> {
+                            CatalogEntry e = catalog.get(k);
+                            return e != null && e.heldBrieflyIn(id);
+                        })
+                        != null;
         if (!transientHold || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
         }
@@ -462,6 +469,21 @@ final class Mover implements AutoCloseable {
      * @return whether a new copy below was recorded
      */
     private boolean finishMove(
+            CatalogEntry entry, TierId from, @Nullable TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
+        AtomicInteger freeing = freeing(from);
+        freeing.incrementAndGet();
+        try {
+            return finishMoveCounted(entry, from, copiedTo, newCopy, droppedCorrupt);
+        } finally {
+            freeing.decrementAndGet();
+        }
+    }
+
+    private AtomicInteger freeing(TierId id) {
+        return Objects.requireNonNull(slotsBeingFreed.get(id), "every configured tier has a counter");
+    }
+
+    private boolean finishMoveCounted(
             CatalogEntry entry, TierId from, @Nullable TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
         BlockKey key = entry.key();
         CatalogEntry.MoveOutcome outcome;
