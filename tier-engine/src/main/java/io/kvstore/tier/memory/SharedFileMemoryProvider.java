@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Host memory that other processes on this host may map: a file on a memory file system ({@code /dev/shm},
  * tmpfs), created exclusively with mode {@code 0600} (owner only) or, when a group is named, {@code 0660}
- * with that group, then mapped shared and locked like {@link HostMemoryProvider}'s memory. Same-host engines
+ * with that group, given all its pages, then mapped shared and locked like {@link HostMemoryProvider}'s memory. Same-host engines
  * that the file's permissions admit map the file and copy blocks into reserved slots and out of leased ones
  * themselves, with no copy through the service. The file is named {@code kvstore-dram-<pid>}; it is
  * deleted when the region closes, and files a crashed kvstore left behind (their process gone) are deleted
@@ -102,11 +102,10 @@ public final class SharedFileMemoryProvider implements MemoryProvider {
                         .setGroup(principal);
                 Files.setPosixFilePermissions(path, PosixFilePermissions.fromString("rw-rw----"));
             }
+            allocatePages(path, bytes);
             MemorySegment segment;
             try (FileChannel channel = FileChannel.open(
                     path, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
-                channel.truncate(0);
-                channel.write(java.nio.ByteBuffer.allocate(1), bytes - 1); // sets the size; tmpfs stays sparse
                 segment = channel.map(FileChannel.MapMode.READ_WRITE, 0, bytes, arena);
             }
             int errno = LibC.mlock(segment);
@@ -116,6 +115,7 @@ public final class SharedFileMemoryProvider implements MemoryProvider {
                                 + "RLIMIT_MEMLOCK or grant CAP_IPC_LOCK to keep block memory from swapping",
                         bytes >> 20,
                         errno);
+                segment.load(); // maps every page now, as mlock would have, instead of on each first read
             }
             file = path;
             log.info(
@@ -140,6 +140,21 @@ public final class SharedFileMemoryProvider implements MemoryProvider {
             }
             throw new IllegalStateException(
                     "cannot create " + bytes + " bytes of shared memory at " + path + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Gives the file all its pages now ({@code fallocate}), zeroed, instead of leaving it sparse: a memory file
+     * system short of room then refuses the tier at start-up with ENOSPC, where a sparse file would kill the
+     * process that first writes a page it cannot get (SIGBUS), and a client's first copy into a slot takes no
+     * page fault to allocate and zero the page (clients map the file with MAP_POPULATE).
+     */
+    private static void allocatePages(Path path, long bytes) throws IOException {
+        int fd = LibC.open(path.toString(), LibC.O_RDWR | LibC.O_CLOEXEC, 0);
+        try {
+            LibC.fallocate(fd, 0, bytes, path.toString());
+        } finally {
+            LibC.close(fd);
         }
     }
 

@@ -38,6 +38,21 @@ class SharedFileMemoryProviderTest {
     }
 
     @Test
+    void everyPageOfTheFileIsAllocatedAtTheStart() throws Exception {
+        var provider = new SharedFileMemoryProvider(dir, null);
+        long bytes = 8L << 20;
+        try (MemoryRegion ignored = provider.allocate(bytes)) {
+            // not sparse: the memory file system gave every page now (a short one refuses here, not with SIGBUS later)
+            Process stat = new ProcessBuilder("stat", "-c", "%b %B", provider.file().toString())
+                    .redirectErrorStream(true)
+                    .start();
+            String[] blocks = new String(stat.getInputStream().readAllBytes()).trim().split(" ");
+            assertThat(stat.waitFor(30, TimeUnit.SECONDS)).isTrue();
+            assertThat(Long.parseLong(blocks[0]) * Long.parseLong(blocks[1])).isGreaterThanOrEqualTo(bytes);
+        }
+    }
+
+    @Test
     void aGroupGetsReadAndWrite() throws Exception {
         String group = Files.readAttributes(dir, java.nio.file.attribute.PosixFileAttributes.class)
                 .group()
