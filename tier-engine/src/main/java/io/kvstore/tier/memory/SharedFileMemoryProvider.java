@@ -24,9 +24,9 @@ import org.slf4j.LoggerFactory;
 /**
  * Host memory that other processes on this host may map: a file on a memory file system ({@code /dev/shm},
  * tmpfs), created exclusively with mode {@code 0600} (owner only) or, when a group is named, {@code 0660}
- * with that group, given all its pages, then mapped shared and locked like {@link HostMemoryProvider}'s memory. Same-host engines
- * that the file's permissions admit map the file and copy blocks into reserved slots and out of leased ones
- * themselves, with no copy through the service. The file is named {@code kvstore-dram-<pid>}; it is
+ * with that group, given all its pages, then mapped shared and locked like {@link HostMemoryProvider}'s
+ * memory. Same-host engines that the file's permissions admit map the file and copy blocks into reserved
+ * slots and out of leased ones themselves, with no copy through the service. The file is named {@code kvstore-dram-<pid>}; it is
  * deleted when the region closes, and files a crashed kvstore left behind (their process gone) are deleted
  * when the next one starts in the same directory, so tmpfs memory does not leak across crashes.
  */
