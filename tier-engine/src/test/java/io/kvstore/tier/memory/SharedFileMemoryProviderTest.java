@@ -43,10 +43,12 @@ class SharedFileMemoryProviderTest {
         long bytes = 8L << 20;
         try (MemoryRegion ignored = provider.allocate(bytes)) {
             // not sparse: the memory file system gave every page now (a short one refuses here, not with SIGBUS later)
-            Process stat = new ProcessBuilder("stat", "-c", "%b %B", provider.file().toString())
+            Process stat = new ProcessBuilder(
+                            "stat", "-c", "%b %B", provider.file().toString())
                     .redirectErrorStream(true)
                     .start();
-            String[] blocks = new String(stat.getInputStream().readAllBytes()).trim().split(" ");
+            String[] blocks =
+                    new String(stat.getInputStream().readAllBytes()).trim().split(" ");
             assertThat(stat.waitFor(30, TimeUnit.SECONDS)).isTrue();
             assertThat(Long.parseLong(blocks[0]) * Long.parseLong(blocks[1])).isGreaterThanOrEqualTo(bytes);
         }
