@@ -176,10 +176,10 @@ def test_a_block_damaged_in_place_after_commit_fails_its_check_on_the_way_out(cl
         local.fetch(ns, hashes)
 
 
-def test_checksums_taken_beside_the_copies_still_stop_at_the_first_damaged_block(service, client, local, ns, monkeypatch):
+def test_copies_shared_with_the_helper_thread_still_stop_at_the_first_damaged_block(service, client, local, ns, monkeypatch):
     from kvstore import shm
 
-    monkeypatch.setattr(shm, "_GROUP", SMALL.block_bytes)  # every block a group of its own: the helper thread
+    monkeypatch.setattr(shm, "_SHARE_BYTES", 1)  # the helper thread copies and checks some blocks too
     monkeypatch.setattr(shm, "_STEP", 2 * SMALL.block_bytes)  # and a lease per two blocks, taken ahead
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(6, SMALL.block_bytes, seed=16)
@@ -204,6 +204,7 @@ def test_a_store_and_a_load_in_many_steps_are_byte_exact_and_hold_nothing_afterw
 
     # a reservation or lease per three blocks: each step's control calls overlap the copies of its neighbours
     monkeypatch.setattr(shm, "_STEP", 3 * SMALL.block_bytes)
+    monkeypatch.setattr(shm, "_SHARE_BYTES", 1)  # each step's copies shared with the helper thread
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(40, SMALL.block_bytes, seed=19)
     first = local.store(ns, blocks[4:11])  # some steps will find blocks stored already
@@ -403,3 +404,32 @@ def test_a_killed_client_holding_a_lease_has_its_blocks_freed_when_the_lease_exp
         assert client.delete_namespace(ns) == 6
     finally:
         holder.kill()
+
+
+def test_large_calls_share_their_blocks_between_the_caller_and_one_helper_thread():
+    import threading
+    import time
+
+    from kvstore import shm
+
+    done, threads = [], set()
+
+    def work(i):
+        threads.add(threading.get_ident())
+        time.sleep(0.01)  # long enough that the helper takes some blocks
+        done.append(i)
+
+    shm._share(8, shm._SHARE_BYTES, work)
+    assert sorted(done) == list(range(8))  # each block exactly once
+    assert len(threads) == 2 and threading.get_ident() in threads
+
+    small = set()
+    shm._share(8, shm._SHARE_BYTES - 1, lambda i: small.add(threading.get_ident()))
+    assert small == {threading.get_ident()}  # below the threshold the caller does it all
+
+    def failing(i):
+        if i == 5:
+            raise ValueError("block 5")
+
+    with pytest.raises(ValueError, match="block 5"):
+        shm._share(8, shm._SHARE_BYTES, failing)

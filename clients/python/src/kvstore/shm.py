@@ -15,7 +15,9 @@ Only the control calls travel to the service: over its local control socket when
 they can: they run on a small pool of background threads (one connection each). A store returns from
 :meth:`LocalDataPath.store_async` as soon as its blocks are copied, its commit (kvstore's checksum pass
 over the slots) running while the caller copies the next blocks; :meth:`LocalDataPath.store` waits for it.
-A load releases its leases while the last copies' CRC32Cs are checked. Calls larger than ``_STEP`` bytes
+Large calls copy on two threads, the caller's and a helper, each taking the next block; a load's thread
+checks the CRC32C of each copy it made right after making it (still in its core's cache) and releases a
+step's lease once its blocks are copied and checked. Calls larger than ``_STEP`` bytes
 move in steps of that size, each its own reservation or lease: the next step's slots are reserved (or its
 blocks leased) while this step is copied, and each step is committed while the next one is copied.
 
@@ -26,12 +28,13 @@ carries the region id of the service's current file; a client still mapping a fi
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -48,10 +51,11 @@ __all__ = ["LocalDataPath", "HttpDataPath", "StoreResult", "data_path"]
 # over one step overlaps the copies of the next and no reservation holds more than this. Every step costs
 # a reserve and a commit (or a lease and a release) of service time, so steps are large.
 _STEP = 64 << 20
-# The CRC32Cs of copied-out blocks are taken in groups of about this many bytes on a helper thread while
-# the caller's thread copies the next blocks (ISA-L through ctypes and numpy's copy both release the GIL);
-# the last group runs on the caller's thread (nothing left to overlap with).
-_GROUP = 4 << 20
+# A call that moves at least this many bytes shares its copies (and a load its CRC32C checks) between the
+# caller's thread and one helper thread, each taking the next block: numpy's copy and ISA-L through ctypes
+# release the GIL, so the two run at once (two threads copy at about twice one's speed where one core does
+# not fill the memory bus); below it the hand-over costs more than it saves.
+_SHARE_BYTES = 1 << 20
 _CONTROL_THREADS = 4
 _pool: Optional[ThreadPoolExecutor] = None
 _pool_lock = threading.Lock()
@@ -61,8 +65,31 @@ def _helper() -> ThreadPoolExecutor:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvstore-crc32c")
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kvstore-copy")
         return _pool
+
+
+def _share(count: int, nbytes: int, work: Callable[[int], None]) -> None:
+    """Runs ``work(i)`` for every ``i`` below ``count``, on this thread and, for ``nbytes`` of at least
+    ``_SHARE_BYTES``, on the helper thread too, each taking the next ``i`` (so a slow block or a busy helper
+    only shifts the split). Returns when all are done; raises what the first failing ``work`` raised."""
+    indexes = itertools.count()  # next() on it is atomic under the GIL
+
+    def run() -> None:
+        for i in indexes:
+            if i >= count:
+                return
+            work(i)
+
+    if count < 2 or nbytes < _SHARE_BYTES:
+        run()
+        return
+    helping = _helper().submit(run)
+    try:
+        run()
+    finally:
+        if not helping.cancel():  # still queued behind another call's work: this thread did it all
+            helping.result()
 
 
 @dataclass(frozen=True)
@@ -80,35 +107,6 @@ def _crc_of(pieces: List[np.ndarray]) -> int:
     for p in pieces:
         crc = _crc.crc32c_address(_address(p), p.nbytes, crc) if _crc.ACCELERATED and p.nbytes else _crc.crc32c(p, crc)
     return crc
-
-
-def _crcs_of(blocks: List[List[np.ndarray]]) -> List[int]:
-    return [_crc_of(b) for b in blocks]
-
-
-class Checksums:
-    """The CRC32Cs of blocks added in order, computed in groups on the helper thread as groups fill up
-    (``overlap``), the last group on the caller's thread in :meth:`results`."""
-
-    def __init__(self, overlap: bool = True):
-        self._overlap = overlap
-        self._done: list = []  # futures, then the last group's list
-        self._group: List[List[np.ndarray]] = []
-        self._bytes = 0
-
-    def add(self, pieces: List[np.ndarray]) -> None:
-        self._group.append(pieces)
-        self._bytes += sum(p.nbytes for p in pieces)
-        if self._overlap and self._bytes >= _GROUP:
-            self._done.append(_helper().submit(_crcs_of, self._group))
-            self._group, self._bytes = [], 0
-
-    def results(self) -> List[int]:
-        out: List[int] = []
-        for f in self._done:
-            out.extend(f.result())
-        out.extend(_crcs_of(self._group))
-        return out
 
 
 def _steps(sizes: List[int]) -> List[range]:
@@ -294,11 +292,13 @@ class LocalDataPath:
                 try:
                     mem = self._region(r["regionId"])
                     by_hash = {_hex(blocks[i].hash): pieces[i] for i in step}
+                    copies = []
                     for slot in r["slots"]:
                         off, length = slot["offset"], slot["length"]
                         src = by_hash[slot["hash"]]
                         _size_check(src, length, "block has {have} bytes; the namespace's blocks have {want}")
-                        copy_in(mem[off : off + length], src)
+                        copies.append((mem[off : off + length], src))
+                    _share(len(copies), sum(c[0].nbytes for c in copies), lambda i: copy_in(*copies[i]))
                 except BaseException:
                     closing.append(self._control.submit(self._cancel, r["reservationId"]))
                     raise
@@ -362,7 +362,7 @@ class LocalDataPath:
             leasing.append(self._control.submit(self._lease, ns, hashes, steps[1]))
         taken = 0  # how many of ``leasing`` were waited for (their leases are released below)
         releasing: List[Future] = []
-        sums = Checksums(overlap=True)
+        got: List[int] = []  # per block copied out, in order: the CRC32C of the copy
         expected: List[Optional[int]] = []  # per block handed over, in order: its CRC32C, None over HTTP
         http_ok = 0  # of the blocks fetched over HTTP (the last ones handed over), how many arrived
         try:
@@ -381,15 +381,24 @@ class LocalDataPath:
                     leasing.append(self._control.submit(self._lease, ns, hashes, steps[j + 1]))
                 try:
                     mem = self._region(r["regionId"])
+                    copies = []
                     k = 0
                     while k < len(locations) and locations[k].get("offset") is not None:
                         off, length = locations[k]["offset"], locations[k]["length"]
                         dst = outs[step[k]]
                         _size_check(dst, length, "the buffer has {have} bytes, the block has {want}")
-                        copy_out(mem[off : off + length], dst)
-                        sums.add(dst)
+                        copies.append((mem[off : off + length], dst))
                         expected.append(locations[k]["crc32c"])
                         k += 1
+                    sums = [0] * len(copies)
+
+                    def copy_and_check(i: int) -> None:
+                        # the copy's CRC32C is taken by the thread that made it, while it is in that core's cache
+                        copy_out(*copies[i])
+                        sums[i] = _crc_of(copies[i][1])
+
+                    _share(len(copies), sum(c[0].nbytes for c in copies), copy_and_check)
+                    got.extend(sums)
                     if k < len(locations):  # the rest of this lease lies outside the mapped tier: over HTTP
                         remote = [step[x] for x in range(k, len(locations))]
                         try:
@@ -410,7 +419,7 @@ class LocalDataPath:
                 releasing.append(self._control.submit(self._release_ahead, f))
         try:
             loaded = 0
-            crcs = iter(sums.results())
+            crcs = iter(got)
             for want in expected:
                 if want is None:
                     loaded += http_ok
