@@ -427,9 +427,14 @@ def test_large_calls_share_their_blocks_between_the_caller_and_one_helper_thread
     shm._share(8, shm._SHARE_BYTES - 1, lambda i: small.add(threading.get_ident()))
     assert small == {threading.get_ident()}  # below the threshold the caller does it all
 
-    def failing(i):
-        if i == 5:
-            raise ValueError("block 5")
+    taken = []
 
-    with pytest.raises(ValueError, match="block 5"):
-        shm._share(8, shm._SHARE_BYTES, failing)
+    def failing(i):
+        taken.append(i)
+        time.sleep(0.01)
+        if i == 2:
+            raise ValueError("block 2")
+
+    with pytest.raises(ValueError, match="block 2"):
+        shm._share(40, shm._SHARE_BYTES, failing)
+    assert len(taken) < 10  # after a failure neither thread takes another block

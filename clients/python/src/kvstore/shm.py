@@ -74,12 +74,17 @@ def _share(count: int, nbytes: int, work: Callable[[int], None]) -> None:
     ``_SHARE_BYTES``, on the helper thread too, each taking the next ``i`` (so a slow block or a busy helper
     only shifts the split). Returns when all are done; raises what the first failing ``work`` raised."""
     indexes = itertools.count()  # next() on it is atomic under the GIL
+    failed: List[BaseException] = []  # once one thread fails, the other takes no further block
 
     def run() -> None:
         for i in indexes:
-            if i >= count:
+            if i >= count or failed:
                 return
-            work(i)
+            try:
+                work(i)
+            except BaseException as e:
+                failed.append(e)
+                raise
 
     if count < 2 or nbytes < _SHARE_BYTES:
         run()
