@@ -176,8 +176,18 @@ public final class VllmHasher implements BlockHasher {
         static final int FRAME_AT = 3;
 
         static final int PARENT_AT = FRAME_AT + 8 + 2;
-        /** BININT1, BININT2 and BININT, by the number of bytes above the first a token needs (0, 1, 2). */
-        static final int INT_OPCODES = Pickle.BININT1 | Pickle.BININT2 << 8 | Pickle.BININT << 16;
+        /**
+         * By an id's significant bytes less one (0 to 3), 16 bits each: the opcode the C pickler writes for it
+         * ({@code BININT1}, {@code BININT2}, {@code BININT} twice) and the bytes it takes with its opcode.
+         */
+        static final long INT_FORMS = formOf(Pickle.BININT1, 2)
+                | formOf(Pickle.BININT2, 3) << 16
+                | formOf(Pickle.BININT, 5) << 32
+                | formOf(Pickle.BININT, 5) << 48;
+
+        private static long formOf(int opcode, int length) {
+            return opcode | (long) length << 8;
+        }
         /** The argument bytes after a CBOR unsigned integer's head, by size class 0 to 3. */
         static final long CBOR_ARG_BYTES = 0L | 1L << 8 | 2L << 16 | 4L << 24;
 
@@ -310,11 +320,11 @@ public final class VllmHasher implements BlockHasher {
             for (int i = from, end = from + count; i < end; i++) {
                 int t = tokens[i];
                 all |= t;
-                // 0, 1 or 2: whether bits above the first and second byte are set
-                int wide = ((-(t >>> 8)) >>> 31) + ((-(t >>> 16)) >>> 31);
-                long opcode = (INT_OPCODES >>> (wide << 3)) & 0xFF;
-                LONG_LE.set(b, pos, opcode | (t & 0xFFFF_FFFFL) << 8); // opcode and id in one store
-                pos += 2 + wide + (wide >> 1);
+                // the id's significant bytes less one (0 to 3) pick its opcode and length from one constant
+                int form = (31 - Integer.numberOfLeadingZeros(t | 1)) >>> 3;
+                long opcodeAndLength = INT_FORMS >>> (form << 4);
+                LONG_LE.set(b, pos, (opcodeAndLength & 0xFF) | (t & 0xFFFF_FFFFL) << 8); // opcode and id in one store
+                pos += (int) (opcodeAndLength >>> 8) & 0xFF;
             }
             if (all < 0) {
                 HashInputs.checkTokens(tokens, from, from + count); // throws, naming the negative id
