@@ -176,18 +176,11 @@ public final class VllmHasher implements BlockHasher {
         static final int FRAME_AT = 3;
 
         static final int PARENT_AT = FRAME_AT + 8 + 2;
-        /**
-         * By an id's significant bytes less one (0 to 3), 16 bits each: the opcode the C pickler writes for it
-         * ({@code BININT1}, {@code BININT2}, {@code BININT} twice) and the bytes it takes with its opcode.
-         */
-        static final long INT_FORMS = formOf(Pickle.BININT1, 2)
-                | formOf(Pickle.BININT2, 3) << 16
-                | formOf(Pickle.BININT, 5) << 32
-                | formOf(Pickle.BININT, 5) << 48;
-
-        private static long formOf(int opcode, int length) {
-            return opcode | (long) length << 8;
-        }
+        /** By an id's significant bytes less one (0 to 3), 16 bits each: the C pickler's opcode, its length. */
+        static final long INT_FORMS = (Pickle.BININT1 | 2L << 8)
+                | (Pickle.BININT2 | 3L << 8) << 16
+                | (Pickle.BININT | 5L << 8) << 32
+                | (Pickle.BININT | 5L << 8) << 48;
         /** The argument bytes after a CBOR unsigned integer's head, by size class 0 to 3. */
         static final long CBOR_ARG_BYTES = 0L | 1L << 8 | 2L << 16 | 4L << 24;
 
@@ -305,11 +298,11 @@ public final class VllmHasher implements BlockHasher {
 
         /**
          * Writes, from {@code pos}: the parent's {@code MEMOIZE}, the token tuple, the extra keys, {@code
-         * TUPLE3 MEMOIZE STOP}; returns the end. A negative token id is refused (after the block is
-         * written, so the loop has no branch for it). Each id is written as the C pickler
-         * does ({@code BININT1} below 256, {@code BININT2} below 65536, else {@code BININT}) without a
-         * branch on its size: the opcode and all four little-endian bytes are stored as one 8-byte store
-         * and the position advances by the opcode's length, so the next token overwrites the bytes not used.
+         * TUPLE3 MEMOIZE STOP}; returns the end. A negative token id is refused (after the block is written,
+         * so the loop has no branch for it). Each id is written as the C pickler does ({@code BININT1} below
+         * 256, {@code BININT2} below 65536, else {@code BININT}) without a branch on its size: the opcode and
+         * all four little-endian bytes are one 8-byte store and the position advances by the opcode's length,
+         * so the next token overwrites the bytes not used.
          */
         private static int pickleBody(byte[] b, int pos, int[] tokens, int from, int count, byte[] extra) {
             b[pos++] = (byte) Pickle.MEMOIZE;
