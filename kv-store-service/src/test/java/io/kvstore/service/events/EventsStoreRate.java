@@ -72,6 +72,7 @@ public final class EventsStoreRate {
             double publisherCpu,
             long pauses,
             long pauseMillis,
+            long cycles,
             double waitedMillis,
             double availableRate) {}
 
@@ -83,6 +84,18 @@ public final class EventsStoreRate {
             ManagementFactory.getGarbageCollectorMXBeans().stream()
                     .filter(gc -> !gc.getName().contains("Cycles"))
                     .toList();
+
+    /** The concurrent collectors' cycles (ZGC's and Shenandoah's "Cycles" beans), during which mutators take barrier slow paths. */
+    private static final List<java.lang.management.GarbageCollectorMXBean> CYCLING =
+            ManagementFactory.getGarbageCollectorMXBeans().stream()
+                    .filter(gc -> gc.getName().contains("Cycles"))
+                    .toList();
+
+    private static long cycleCount() {
+        return CYCLING.stream()
+                .mapToLong(gc -> Math.max(0, gc.getCollectionCount()))
+                .sum();
+    }
 
     private static long pauseCount() {
         return PAUSING.stream()
@@ -228,6 +241,10 @@ public final class EventsStoreRate {
                     median(onRounds, Round::storeCpu),
                     median(onRounds, Round::publisherCpu));
             System.out.printf(
+                    "concurrent GC cycles ending inside the rounds: off %d, on %d%n",
+                    offRounds.stream().mapToLong(Round::cycles).sum(),
+                    onRounds.stream().mapToLong(Round::cycles).sum());
+            System.out.printf(
                     "GC pauses inside the rounds: off %d (%d ms), on %d (%d ms); storing threads waiting for a CPU: off"
                             + " %.0f ms, on %.0f ms%n",
                     offRounds.stream().mapToLong(Round::pauses).sum(),
@@ -328,6 +345,7 @@ public final class EventsStoreRate {
             Thread[] workers = new Thread[threads];
             long pauses0 = pauseCount();
             long pauseMillis0 = pauseMillis();
+            long cycles0 = cycleCount();
             long start = System.nanoTime();
             for (int t = 0; t < threads; t++) {
                 int slot = t;
@@ -361,6 +379,7 @@ public final class EventsStoreRate {
             double rate = blocks / (wall / 1e9);
             long pauses = pauseCount() - pauses0;
             long pausedMillis = pauseMillis() - pauseMillis0;
+            long cycles = cycleCount() - cycles0;
             if (evented) {
                 awaitPublished(handled + blocks); // the round's events, sent, count for the round
             }
@@ -382,6 +401,7 @@ public final class EventsStoreRate {
                     evented ? pub : 0,
                     pauses,
                     pausedMillis,
+                    cycles,
                     waitedPerThread / 1e6,
                     blocks / ((wall - waitedPerThread) / 1e9));
         }
