@@ -7,14 +7,16 @@ kv-store-service/target/kv-store-service-*.jar and redis-server; prints a markdo
 
 Each round moves the same working set (default 256 MiB) in batches of 32 MiB; a store round uses fresh
 hashes (the DRAM tier is sized so that no store evicts), a fetch round reads what the last store round
-wrote. Before each store round the blocks of earlier rounds are deleted (untimed), so its slots reuse memory
-that was written before, as in a service in use, whose full tier makes room for new blocks by moving old
-ones out: on this VM the first write to a page of memory is several times slower than later ones (a plain
-numpy copy into a fresh tmpfs mapping, its pages allocated and mapped beforehand, ran at 2.3-2.7 GB/s the
-first time and 9-15 GB/s after), which the numpy copy reference, writing into arrays it wrote before, does not
-pay either. The first store of the working set into never-written slots is shown apart ("first fill"). The numpy copy reference copies the same 2 MiB (or 256 KiB) source arrays into as many destination
-arrays, the same working set, far larger than the CPU's caches, as the store loop reads and the fetch loop
-writes. The shared-memory store is measured two ways: ``store_async`` per batch with every batch in
+wrote. Before each store round the blocks of earlier rounds are deleted (untimed), so its slots reuse
+memory that was written before, as in a service in use, whose full tier makes room for new blocks by
+moving old ones out: on this VM the first write to a page of memory is several times slower than later
+ones (a plain numpy copy into a fresh tmpfs mapping, its pages allocated and mapped beforehand, ran at
+2.3-2.7 GB/s the first time and 9-15 GB/s after), which the numpy copy reference, writing into arrays it
+wrote before, does not pay either. The first store of the working set is shown apart ("first fill": into
+never-written slots for the first block size; the second size may reuse slabs the first one freed). The
+numpy copy reference copies the same 2 MiB (or 256 KiB) source arrays into as many destination arrays, the
+same working set, far larger than the CPU's caches, as the store loop reads and the fetch loop writes.
+The shared-memory store is measured two ways: ``store_async`` per batch with every batch in
 flight and the round timed until the last commit is done (the next batch's copies run while kvstore
 checksums this one's), and ``store`` per batch (each waits for its commit). Beside the batches, the whole
 working set moves as one ``store_async`` / ``load`` call ("one call" columns: an engine onboarding a long
