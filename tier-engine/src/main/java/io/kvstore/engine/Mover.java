@@ -121,7 +121,8 @@ final class Mover implements AutoCloseable {
     /**
      * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
      * some block is held only by a reader or an in-flight move, or a finished move is freeing its slot (a
-     * demotion frees its slot within moments), waits a little so the caller can try again. Writers thus queue behind the demoter instead of failing.
+     * demotion frees its slot within moments), waits a little so the caller can try again. Writers thus queue
+     * behind the demoter instead of failing.
      *
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}

@@ -85,7 +85,7 @@ public final class EventsStoreRate {
                     .filter(gc -> !gc.getName().contains("Cycles"))
                     .toList();
 
-    /** The concurrent collectors' cycles (ZGC's and Shenandoah's "Cycles" beans), during which mutators take barrier slow paths. */
+    /** The concurrent collectors' cycles (ZGC's and Shenandoah's "Cycles" beans): mutators take barrier slow paths. */
     private static final List<java.lang.management.GarbageCollectorMXBean> CYCLING =
             ManagementFactory.getGarbageCollectorMXBeans().stream()
                     .filter(gc -> gc.getName().contains("Cycles"))

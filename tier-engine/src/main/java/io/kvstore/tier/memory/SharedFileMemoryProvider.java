@@ -26,9 +26,10 @@ import org.slf4j.LoggerFactory;
  * tmpfs), created exclusively with mode {@code 0600} (owner only) or, when a group is named, {@code 0660}
  * with that group, given all its pages, then mapped shared and locked like {@link HostMemoryProvider}'s
  * memory. Same-host engines that the file's permissions admit map the file and copy blocks into reserved
- * slots and out of leased ones themselves, with no copy through the service. The file is named {@code kvstore-dram-<pid>}; it is
- * deleted when the region closes, and files a crashed kvstore left behind (their process gone) are deleted
- * when the next one starts in the same directory, so tmpfs memory does not leak across crashes.
+ * slots and out of leased ones themselves, with no copy through the service. The file is named {@code
+ * kvstore-dram-<pid>}; it is deleted when the region closes, and files a crashed kvstore left behind (their
+ * process gone) are deleted when the next one starts in the same directory, so tmpfs memory does not leak
+ * across crashes.
  */
 public final class SharedFileMemoryProvider implements MemoryProvider {
 
