@@ -74,12 +74,6 @@ def best(fn, rounds=ROUNDS, between=None):
     return WORKING / min(times) / 1e9
 
 
-def timed(fn):
-    t0 = time.perf_counter()
-    fn(0)
-    return time.perf_counter() - t0
-
-
 def warm_up(client, local):
     """Small store/load round trips over both paths until WARM_UP_SECONDS have passed (at least 1,000)."""
     size = 16 * 1024
@@ -200,7 +194,7 @@ def main():
                         dst[i][:] = np.frombuffer(v, dtype=np.uint8)
 
             # JIT the service's reserve/commit first; the first round's stores also write the tier's pages once
-            first_fill = WORKING / 1e9 / timed(store_with(local.store, "warm-up"))
+            first_fill = best(store_with(local.store, "warm-up"), rounds=1)
             best(store_with(local.store, "warm-up"), rounds=2, between=recycle)
             results = {"numpy copy": best(copy), "first fill": first_fill}
             results["shm store sync"] = best(store_with(local.store, "shm-sync"), between=recycle)

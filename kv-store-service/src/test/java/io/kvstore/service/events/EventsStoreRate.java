@@ -91,14 +91,9 @@ public final class EventsStoreRate {
                     .filter(gc -> gc.getName().contains("Cycles"))
                     .toList();
 
-    private static long cycleCount() {
-        return CYCLING.stream()
-                .mapToLong(gc -> Math.max(0, gc.getCollectionCount()))
-                .sum();
-    }
-
-    private static long pauseCount() {
-        return PAUSING.stream()
+    /** Collections (pauses or cycles) the given beans have counted so far. */
+    private static long collections(List<java.lang.management.GarbageCollectorMXBean> beans) {
+        return beans.stream()
                 .mapToLong(gc -> Math.max(0, gc.getCollectionCount()))
                 .sum();
     }
@@ -343,9 +338,9 @@ public final class EventsStoreRate {
             long handled = publisher.handled();
             long pub0 = cpu(eventThreads);
             Thread[] workers = new Thread[threads];
-            long pauses0 = pauseCount();
+            long pauses0 = collections(PAUSING);
             long pauseMillis0 = pauseMillis();
-            long cycles0 = cycleCount();
+            long cycles0 = collections(CYCLING);
             long start = System.nanoTime();
             for (int t = 0; t < threads; t++) {
                 int slot = t;
@@ -377,9 +372,9 @@ public final class EventsStoreRate {
             }
             long wall = System.nanoTime() - start;
             double rate = blocks / (wall / 1e9);
-            long pauses = pauseCount() - pauses0;
+            long pauses = collections(PAUSING) - pauses0;
             long pausedMillis = pauseMillis() - pauseMillis0;
-            long cycles = cycleCount() - cycles0;
+            long cycles = collections(CYCLING) - cycles0;
             if (evented) {
                 awaitPublished(handled + blocks); // the round's events, sent, count for the round
             }
