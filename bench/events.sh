@@ -12,6 +12,11 @@ JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
   -Dmdep.outputFile="$PWD/kv-store-service/target/bench-cp.txt" -Dmdep.includeScope=test
 CP=kv-store-service/target/test-classes:kv-store-service/target/classes:$(cat kv-store-service/target/bench-cp.txt)
 echo "# machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%d GiB", $2/1048576}' /proc/meminfo), $(uname -r)"
-# the service's JVM options (configs/jvm.options, as ./kvstore run), unless KVSTORE_JVM_OPTIONS names another file
-"$JAVA" --enable-native-access=ALL-UNNAMED "@${KVSTORE_JVM_OPTIONS:-configs/jvm.options}" -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" "${4:-shared}" \
+# the service's JVM options (configs/jvm.options, as ./kvstore run), unless KVSTORE_JVM_OPTIONS names another file;
+# then a heap of KVSTORE_BENCH_HEAP (default 2g; empty: the JVM's own sizing) with every page touched at start, as
+# in a service that has run a while: on a VM whose host backs guest memory lazily, rounds that allocate into
+# never-touched heap pages ran 2-3x slower until the collector's first cycles, whichever kind of round they were
+HEAP=${KVSTORE_BENCH_HEAP-2g}
+"$JAVA" --enable-native-access=ALL-UNNAMED "@${KVSTORE_JVM_OPTIONS:-configs/jvm.options}" \
+  ${HEAP:+-Xms$HEAP -Xmx$HEAP -XX:+AlwaysPreTouch} -cp "$CP" io.kvstore.service.events.EventsStoreRate "${1:-131072}" "${2:-9}" "${3:-1}" "${4:-shared}" \
   2>&1 | grep -v -E 'INFO|WARNING|^SLF4J'

@@ -35,7 +35,9 @@ import java.util.concurrent.atomic.AtomicLongArray;
 /**
  * Not a test: {@code bench/events.sh} runs it. Stores/s of 4 KiB blocks into a DRAM tier by {@code threads}
  * threads, with KV events off and on (a publisher on loopback and a subscriber receiving every batch), in
- * alternating rounds of one run (off first, then on first, and so on), so both see the same machine state.
+ * alternating rounds of one run (off first, then on first, and so on), so both see the same machine state:
+ * one engine, its events switched between rounds, so both kinds store into the same tier memory and catalog.
+ * The blocks come as prompts of 64, each chained to the one before, so stored events carry a parent.
  *
  * <p>Between rounds it waits until the publisher has sent every change of the round before (the stores,
  * then the removals of the namespace delete), so no round pays for an earlier one's events. The subscriber
@@ -128,11 +130,14 @@ public final class EventsStoreRate {
                 EventEncoding.ARRAY,
                 0,
                 new EventsProperties.Medium("GPU", "CPU", "DISK"));
+        // one engine for both kinds of round, its events switched between rounds: two engines would put each
+        // kind on memory and a catalog of its own, and on this VM the first round on memory the other kind
+        // used last ran 10-20 % slower, whichever kind it was
+        Switched events = new Switched();
         try (Arena arena = Arena.ofShared();
                 KvEventPublisher publisher =
                         new KvEventPublisher(config, "bench", ns -> null, new SimpleMeterRegistry());
-                TierEngine off = engine(blocks, EngineEvents.NONE);
-                TierEngine on = engine(blocks, publisher)) {
+                TierEngine engine = engine(blocks, events)) {
             // the router's side runs in a process of its own (Python, pyzmq), so the JVM's threads are the
             // service's
             Process subscriber = new ProcessBuilder("/usr/bin/python3", "-c", SUBSCRIBER, publisher.endpoint())
@@ -160,7 +165,7 @@ public final class EventsStoreRate {
             Thread.sleep(1000);
             MemorySegment src = arena.allocate(BLOCK);
             src.fill((byte) 7);
-            Meter meter = new Meter(publisher, eventThreads, pinned);
+            Meter meter = new Meter(engine, events, publisher, eventThreads, pinned);
             System.out.printf(
                     "# JVM: %s; max heap %d MiB; options %s%n",
                     PAUSING.stream()
@@ -176,15 +181,16 @@ public final class EventsStoreRate {
             List<Double> availableRatios = new ArrayList<>();
             for (int r = 0; r < rounds + 1; r++) { // round 0 warms up both
                 boolean offFirst = r % 2 == 0; // off, on, on, off, ...: neither always runs first
-                Round a = offFirst ? meter.round(off, blocks, threads, src, false) : null;
-                Round b = meter.round(on, blocks, threads, src, true);
+                Round a = offFirst ? meter.round(blocks, threads, src, false) : null;
+                Round b = meter.round(blocks, threads, src, true);
                 if (a == null) {
-                    a = meter.round(off, blocks, threads, src, false);
+                    a = meter.round(blocks, threads, src, false);
                 }
                 System.out.printf(
-                        "#   round %2d%s: off %,8.0f stores/s (%,8.0f on an available CPU) %5.0f ns/store, waited"
+                        "#   %6.1f s round %2d%s: off %,8.0f stores/s (%,8.0f on an available CPU) %5.0f ns/store, waited"
                                 + " %4.0f ms, GC pauses %d (%4d ms) | on %,8.0f (%,8.0f) %5.0f ns, waited %4.0f ms, GC"
                                 + " pauses %d (%4d ms)%n",
+                        ManagementFactory.getRuntimeMXBean().getUptime() / 1e3,
                         r,
                         r == 0 ? " (warm-up)" : "",
                         a.rate(),
@@ -313,6 +319,24 @@ public final class EventsStoreRate {
                 Clock.systemUTC());
     }
 
+    /**
+     * The engine's events, handed on to the publisher or to nothing as the round wants; switched between rounds
+     * only, so both kinds pay the same read of the field.
+     */
+    private static final class Switched implements EngineEvents {
+        volatile EngineEvents target = EngineEvents.NONE;
+
+        @Override
+        public void copyAdded(TierId tier, io.kvstore.block.BlockRecord block) {
+            target.copyAdded(tier, block);
+        }
+
+        @Override
+        public void copyRemoved(TierId tier, BlockKey key, int length) {
+            target.copyRemoved(tier, key, length);
+        }
+    }
+
     /** Restricts every thread listed under {@code taskDir} (a process's {@code /proc/<pid>/task}) to {@code cpus}. */
     private static void restrictAll(String taskDir, BitSet cpus) throws Exception {
         try (var tasks = Files.list(Path.of(taskDir))) {
@@ -327,13 +351,20 @@ public final class EventsStoreRate {
     }
 
     /** Runs rounds and reads the CPU clocks of the threads involved. */
-    private record Meter(KvEventPublisher publisher, long[] eventThreads, boolean pinned) {
+    private record Meter(
+            TierEngine engine, Switched events, KvEventPublisher publisher, long[] eventThreads, boolean pinned) {
 
         /** Stores {@code blocks} new blocks and measures them; then deletes them (not timed). */
-        Round round(TierEngine engine, int blocks, int threads, MemorySegment src, boolean evented) throws Exception {
+        Round round(int blocks, int threads, MemorySegment src, boolean evented) throws Exception {
+            events.target = evented ? publisher : EngineEvents.NONE; // the workers started below see it
             AtomicLong next = new AtomicLong();
             AtomicLongArray cpu = new AtomicLongArray(threads);
             AtomicLongArray waited = new AtomicLongArray(threads);
+            // each storing thread's first and last moment: the round's time is from the first thread's start to
+            // the last one's end, without the thread starts and joins of this coordinating thread, which shares a
+            // CPU with the publisher and the subscriber when pinned and woke up to ~4 ms late in events-on rounds
+            AtomicLongArray began = new AtomicLongArray(threads);
+            AtomicLongArray ended = new AtomicLongArray(threads);
             String ns = "bench";
             long handled = publisher.handled();
             long pub0 = cpu(eventThreads);
@@ -341,36 +372,52 @@ public final class EventsStoreRate {
             long pauses0 = collections(PAUSING);
             long pauseMillis0 = pauseMillis();
             long cycles0 = collections(CYCLING);
-            long start = System.nanoTime();
             for (int t = 0; t < threads; t++) {
                 int slot = t;
-                workers[t] = Thread.ofPlatform().start(() -> {
-                    if (pinned) {
-                        BitSet own = new BitSet();
-                        own.set(slot);
-                        try {
-                            CpuAffinity.restrict(0, own);
-                        } catch (PosixException e) {
-                            throw new IllegalStateException(e);
-                        }
-                    }
-                    long waited0 = runQueueWait();
-                    long cpu0 = THREADS.getCurrentThreadCpuTime();
-                    try {
-                        for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
-                            engine.put(new BlockKey(ns, BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1)), null, src);
-                        }
-                    } catch (Exception e) {
-                        throw new IllegalStateException(e);
-                    }
-                    cpu.set(slot, THREADS.getCurrentThreadCpuTime() - cpu0);
-                    waited.set(slot, runQueueWait() - waited0);
-                });
+                workers[t] = Thread.ofPlatform()
+                        .name(evented ? "store-on-" + t : "store-off-" + t)
+                        .start(() -> {
+                            if (pinned) {
+                                BitSet own = new BitSet();
+                                own.set(slot);
+                                try {
+                                    CpuAffinity.restrict(0, own);
+                                } catch (PosixException e) {
+                                    throw new IllegalStateException(e);
+                                }
+                            }
+                            long waited0 = runQueueWait();
+                            began.set(slot, System.nanoTime());
+                            long cpu0 = THREADS.getCurrentThreadCpuTime();
+                            try {
+                                for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
+                                    // prompts of 64 blocks, each block but the first chained to the one before, as an
+                                    // engine stores them (a stored event carries its parent)
+                                    BlockHash parent =
+                                            i % 64 == 0 ? null : BlockHash.ofLong((i - 1) * 0x9E3779B97F4A7C15L + 1);
+                                    engine.put(
+                                            new BlockKey(ns, BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1)),
+                                            parent,
+                                            src);
+                                }
+                            } catch (Exception e) {
+                                throw new IllegalStateException(e);
+                            }
+                            ended.set(slot, System.nanoTime());
+                            cpu.set(slot, THREADS.getCurrentThreadCpuTime() - cpu0);
+                            waited.set(slot, runQueueWait() - waited0);
+                        });
             }
             for (Thread w : workers) {
                 w.join();
             }
-            long wall = System.nanoTime() - start;
+            long first = Long.MAX_VALUE;
+            long last = Long.MIN_VALUE;
+            for (int t = 0; t < threads; t++) {
+                first = Math.min(first, began.get(t));
+                last = Math.max(last, ended.get(t));
+            }
+            long wall = last - first;
             double rate = blocks / (wall / 1e9);
             long pauses = collections(PAUSING) - pauses0;
             long pausedMillis = pauseMillis() - pauseMillis0;
