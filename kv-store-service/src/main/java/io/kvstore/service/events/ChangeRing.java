@@ -82,8 +82,9 @@ final class ChangeRing {
     private long headSeen;
 
     ChangeRing(int capacity) {
-        if (capacity < 1 || capacity > 1 << 30) {
-            throw new IllegalArgumentException("capacity must be 1 to 2^30, got " + capacity);
+        if (capacity < 1 || capacity > 1 << 28) {
+            throw new IllegalArgumentException(
+                    "capacity must be 1 to 2^28 (three longs a slot in one array), got " + capacity);
         }
         this.capacity = capacity;
         int slotCount = Integer.highestOneBit(capacity);

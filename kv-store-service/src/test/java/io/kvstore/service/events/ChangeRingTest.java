@@ -1,6 +1,7 @@
 package io.kvstore.service.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
@@ -70,6 +71,14 @@ class ChangeRingTest {
         for (Change c : rest) {
             assertThat(c.hash()).isEqualTo(expected++);
         }
+    }
+
+    @Test
+    void aCapacityBeyondOneArrayIsRefused() {
+        assertThatThrownBy(() -> new ChangeRing((1 << 28) + 1))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("2^28");
+        assertThatThrownBy(() -> new ChangeRing(0)).isInstanceOf(IllegalArgumentException.class);
     }
 
     @Test
