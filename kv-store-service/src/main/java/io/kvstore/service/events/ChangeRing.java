@@ -20,10 +20,10 @@ import org.jspecify.annotations.Nullable;
  * change, and the namespace as a small number), then the wire form of the hash and of the parent (vLLM's
  * integer, the hash's last 8 bytes), taken by the storing thread while they are in its cache. Why so tight:
  * between two visits of the same slot the storing thread copies every block of a lap (4 KiB each) through
- * the caches, so each line of the ring it writes has gone cold and is a miss; the stalls grew with the lines
- * an event touches. Five parallel arrays (33 bytes in five streams, the namespace a reference) cost a store
- * 17-20 % with events on at ~1 us per store on the 2-vCPU Zen 5 VM (a 1,024-slot ring, always in cache, 4 %).
- * One 24-byte slot is 0.375 lines an event in one sequential stream instead of 0.52 in five.
+ * the caches, so each line of the ring it writes has gone cold and is a miss; the stalls grow with the lines
+ * an event touches. One 24-byte slot is 0.375 lines an event in one sequential stream; the five parallel
+ * arrays this replaced (33 bytes, the namespace a reference) were 0.52 lines in five, and cost a store ~180
+ * against ~110 ns on the 2-vCPU Zen 5 VM (docs/events.md).
  *
  * <p>Namespaces are numbered once, on first sight, so the ring holds no references: a reference stored into
  * this long-lived array would cost the storing thread the garbage collector's write barrier. A number is never
