@@ -60,6 +60,7 @@ final class ChangeRing {
     static final int MAX_NAMESPACES = 1 << 24;
 
     private final int capacity;
+    private final int maxNamespaces;
     private final int mask;
     /**
      * {@code WORDS} longs per slot: the header ({@code 1 + position} in the low 32 bits, the kind in the next 8,
@@ -82,6 +83,15 @@ final class ChangeRing {
     private long headSeen;
 
     ChangeRing(int capacity) {
+        this(capacity, MAX_NAMESPACES);
+    }
+
+    /** A ring that numbers at most {@code maxNamespaces} namespaces (tests use a small limit). */
+    ChangeRing(int capacity, int maxNamespaces) {
+        if (maxNamespaces < 1 || maxNamespaces > MAX_NAMESPACES) {
+            throw new IllegalArgumentException("maxNamespaces must be 1 to 2^24, got " + maxNamespaces);
+        }
+        this.maxNamespaces = maxNamespaces;
         if (capacity < 1 || capacity > 1 << 28) {
             throw new IllegalArgumentException(
                     "capacity must be 1 to 2^28 (three longs a slot in one array), got " + capacity);
@@ -97,7 +107,7 @@ final class ChangeRing {
 
     /**
      * Queues a change; false when {@code capacity} changes are already waiting, or (never in practice) when the
-     * ring has numbered {@link #MAX_NAMESPACES} namespaces already. Any thread.
+     * ring has numbered all the namespaces it may ({@link #MAX_NAMESPACES}). Any thread.
      */
     boolean offer(TierId tier, BlockKey key, @Nullable BlockHash parent, boolean stored) {
         long number = number(key.namespace());
@@ -136,7 +146,7 @@ final class ChangeRing {
             return known;
         }
         int next = numbers.size();
-        if (next >= MAX_NAMESPACES) {
+        if (next >= maxNamespaces) {
             return -1;
         }
         String[] current = names;

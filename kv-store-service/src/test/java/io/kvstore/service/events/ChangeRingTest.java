@@ -2,6 +2,7 @@ package io.kvstore.service.events;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assertions.tuple;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
@@ -79,6 +80,22 @@ class ChangeRingTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("2^28");
         assertThatThrownBy(() -> new ChangeRing(0)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void aRingThatHasNumberedAllItMayRefusesANewNamespaceAndStillTakesKnownOnes() {
+        ChangeRing ring = new ChangeRing(16, 2);
+        assertThat(ring.offer(TierId.DRAM, new BlockKey("a", BlockHash.ofLong(1)), null, true))
+                .isTrue();
+        assertThat(ring.offer(TierId.DRAM, new BlockKey("b", BlockHash.ofLong(2)), null, true))
+                .isTrue();
+        assertThat(ring.offer(TierId.DRAM, new BlockKey("c", BlockHash.ofLong(3)), null, true))
+                .isFalse();
+        assertThat(ring.offer(TierId.DRAM, new BlockKey("a", BlockHash.ofLong(4)), null, false))
+                .isTrue();
+        assertThat(drainAll(ring))
+                .extracting(Change::namespace, Change::hash)
+                .containsExactly(tuple("a", 1L), tuple("b", 2L), tuple("a", 4L));
     }
 
     @Test
