@@ -6,6 +6,7 @@ import io.kvstore.service.security.Caller;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
 import org.springframework.http.MediaType;
 import org.springframework.http.ProblemDetail;
@@ -16,6 +17,7 @@ import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.PutMapping;
 import org.springframework.web.bind.annotation.RequestAttribute;
 import org.springframework.web.bind.annotation.RequestBody;
+import org.springframework.web.bind.annotation.RequestHeader;
 import org.springframework.web.bind.annotation.RequestMapping;
 import org.springframework.web.bind.annotation.RestController;
 
@@ -71,8 +73,8 @@ public class ClusterAdminController {
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody AdminController.PinRequest request)
             throws PeerException {
         List<BlockKey> keys = admin.keys(request);
-        publish(keys, true);
-        return new AdminController.Pinned(pins.add(keys) + onEveryOtherNode(caller, request, true));
+        long revision = publish(keys, true);
+        return new AdminController.Pinned(pins.add(keys, revision) + onEveryOtherNode(caller, request, true, revision));
     }
 
     /**
@@ -86,15 +88,20 @@ public class ClusterAdminController {
             throws PeerException {
         List<BlockKey> keys = admin.keys(request);
         // nodes first, then etcd: told by their watch first, nodes would have nothing left to count
-        int unpinned = pins.remove(keys) + onEveryOtherNode(caller, request, false);
+        int unpinned = pins.remove(keys) + onEveryOtherNode(caller, request, false, 0);
         publish(keys, false);
         return new AdminController.Unpinned(unpinned);
     }
 
-    /** Another node's pin, already in etcd: applied to this node's share at once (its watch may lag). */
+    /**
+     * Another node's pin, already in etcd at the revision its header names: applied to this node's share at
+     * once, and kept until this node's watch reaches that revision (it may lag).
+     */
     @PostMapping(path = "/pin", consumes = MediaType.APPLICATION_JSON_VALUE, headers = Peer.FORWARDED)
-    public AdminController.Pinned pinHere(@RequestBody AdminController.PinRequest request) {
-        return new AdminController.Pinned(pins.add(admin.keys(request)));
+    public AdminController.Pinned pinHere(
+            @RequestBody AdminController.PinRequest request,
+            @RequestHeader(name = Peer.PINS_REVISION, required = false) @Nullable Long revision) {
+        return new AdminController.Pinned(pins.add(admin.keys(request), revision == null ? 0 : revision));
     }
 
     /** Another node's unpin, before it is removed from etcd: applied here at once. */
@@ -103,21 +110,22 @@ public class ClusterAdminController {
         return new AdminController.Unpinned(pins.remove(admin.keys(request)));
     }
 
-    private void publish(List<BlockKey> keys, boolean pin) throws PeerException {
+    /** Writes the pins to etcd (or deletes them); the revision of the write. */
+    private long publish(List<BlockKey> keys, boolean pin) throws PeerException {
         try {
-            settings.publishPins(keys, pin);
+            return settings.publishPins(keys, pin);
         } catch (Exception e) {
             throw new PeerException(
                     503, "etcd cannot be written (" + e + "): cluster pins are kept in etcd; try again", null);
         }
     }
 
-    private int onEveryOtherNode(Caller caller, AdminController.PinRequest request, boolean pin) {
+    private int onEveryOtherNode(Caller caller, AdminController.PinRequest request, boolean pin, long revision) {
         int total = 0;
         for (Member m : membership.current().members()) {
             if (!m.equals(peers.self())) {
                 try {
-                    total += peers.of(m).pin(caller, request, pin);
+                    total += peers.of(m).pin(caller, request, pin, revision);
                 } catch (java.io.IOException e) {
                     // it applies the pin from etcd when its watch or its next renewal sees it
                     log.warn("cluster: {} not applied on {} now: {}", pin ? "pin" : "unpin", m.name(), e.getMessage());

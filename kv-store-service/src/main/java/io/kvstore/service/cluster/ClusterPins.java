@@ -3,9 +3,11 @@ package io.kvstore.service.cluster;
 import io.kvstore.block.BlockKey;
 import io.kvstore.engine.TierEngine;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 
 /**
@@ -21,27 +23,49 @@ public final class ClusterPins {
     private final TierEngine engine;
     private Set<BlockKey> wanted = new HashSet<>();
     private final Set<BlockKey> pinnedHere = new HashSet<>();
+    /** Pins added directly ({@link #add}), by the etcd revision that wrote them, until a snapshot reaches it. */
+    private final Map<BlockKey, Long> addedAt = new HashMap<>();
 
     public ClusterPins(TierEngine engine) {
         this.engine = engine;
     }
 
-    /** The cluster's pins as etcd holds them now: unpins what left the set, pins what this node holds. */
-    synchronized void wanted(Set<BlockKey> keys) {
+    /**
+     * The cluster's pins as etcd holds them at {@code revision}: unpins what left the set, pins what this node
+     * holds. A pin added directly at a later revision than the snapshot's ({@link #add}) stays: the watch
+     * that delivers a snapshot can lag behind the write this node was told of, and such a snapshot does not
+     * show the pin yet. Unpinning there, even until the next snapshot, left the block free to be evicted.
+     */
+    synchronized void wanted(Set<BlockKey> keys, long revision) {
+        Set<BlockKey> next = new HashSet<>(keys);
+        for (Iterator<Map.Entry<BlockKey, Long>> it = addedAt.entrySet().iterator(); it.hasNext(); ) {
+            Map.Entry<BlockKey, Long> added = it.next();
+            if (added.getValue() > revision) {
+                next.add(added.getKey()); // written after this snapshot: not in it yet
+            } else {
+                it.remove(); // the snapshot has caught up: from now on it says whether the pin stands
+            }
+        }
         for (Iterator<BlockKey> it = pinnedHere.iterator(); it.hasNext(); ) {
             BlockKey key = it.next();
-            if (!keys.contains(key)) {
+            if (!next.contains(key)) {
                 engine.unpin(List.of(key));
                 it.remove();
             }
         }
-        wanted = new HashSet<>(keys);
+        wanted = next;
         pinHeld();
     }
 
-    /** Adds pins (just written to etcd); how many of {@code keys} this node now holds pinned. */
-    synchronized int add(Collection<BlockKey> keys) {
+    /**
+     * Adds pins, just written to etcd at {@code revision} (0 when unknown); how many of {@code keys} this
+     * node now holds pinned.
+     */
+    synchronized int add(Collection<BlockKey> keys, long revision) {
         wanted.addAll(keys);
+        for (BlockKey key : keys) {
+            addedAt.merge(key, revision, Math::max);
+        }
         pinHeld();
         return pinnedOf(keys);
     }
@@ -51,6 +75,7 @@ public final class ClusterPins {
         int n = 0;
         for (BlockKey key : keys) {
             wanted.remove(key);
+            addedAt.remove(key);
             if (pinnedHere.remove(key)) {
                 engine.unpin(List.of(key));
                 n++;

@@ -82,8 +82,12 @@ public final class ClusterSettings implements AutoCloseable {
                 .get(5, TimeUnit.SECONDS);
     }
 
-    /** Writes pins ({@code pin} true) or removes them, in transactions of at most {@value #OPS_PER_TXN} keys. */
-    public void publishPins(List<BlockKey> keys, boolean pin) throws Exception {
+    /**
+     * Writes pins ({@code pin} true) or removes them, in transactions of at most {@value #OPS_PER_TXN} keys;
+     * returns the etcd revision of the last one (0 for no keys).
+     */
+    public long publishPins(List<BlockKey> keys, boolean pin) throws Exception {
+        long revision = 0;
         for (int from = 0; from < keys.size(); from += OPS_PER_TXN) {
             var txn = etcd.getKVClient().txn();
             List<io.etcd.jetcd.op.Op> ops = new java.util.ArrayList<>();
@@ -96,8 +100,13 @@ public final class ClusterSettings implements AutoCloseable {
                                         name, PrefixMirror.bytes("1"), io.etcd.jetcd.options.PutOption.DEFAULT)
                                 : io.etcd.jetcd.op.Op.delete(name, io.etcd.jetcd.options.DeleteOption.DEFAULT));
             }
-            txn.Then(ops.toArray(io.etcd.jetcd.op.Op[]::new)).commit().get(5, TimeUnit.SECONDS);
+            revision = txn.Then(ops.toArray(io.etcd.jetcd.op.Op[]::new))
+                    .commit()
+                    .get(5, TimeUnit.SECONDS)
+                    .getHeader()
+                    .getRevision();
         }
+        return revision;
     }
 
     /** Publishes a namespace declaration to every node. */
@@ -177,7 +186,7 @@ public final class ClusterSettings implements AutoCloseable {
             }
         }
         applied.keySet().retainAll(entries.keySet());
-        pins.wanted(pinned);
+        pins.wanted(pinned, revision);
     }
 
     /** A namespace deleted through another node while this one missed the call: deleted here too. */

@@ -171,7 +171,7 @@ public final class LocalPeer implements Peer {
     }
 
     @Override
-    public int pin(Caller caller, AdminController.PinRequest request, boolean pin) {
+    public int pin(Caller caller, AdminController.PinRequest request, boolean pin, long revision) {
         return pin ? admin.pin(request).pinnedBlocks() : admin.unpin(request).unpinnedBlocks();
     }
 

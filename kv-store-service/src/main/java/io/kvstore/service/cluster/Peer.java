@@ -20,6 +20,9 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
     /** Marks a node-to-node call; its value is the calling node's name. Such calls are never routed again. */
     String FORWARDED = "Kvstore-Forwarded-By";
 
+    /** On a forwarded pin: the etcd revision that wrote the pins, so a lagging watch does not undo them. */
+    String PINS_REVISION = "Kvstore-Pins-Revision";
+
     Member member();
 
     /**
@@ -46,8 +49,11 @@ public sealed interface Peer permits LocalPeer, RemotePeer {
     /** Releases a lease this node granted; false when it was unknown. */
     boolean release(Caller caller, String leaseId) throws IOException;
 
-    /** Pins ({@code pin} true) or unpins the named blocks this node holds; how many it pinned or unpinned. */
-    int pin(Caller caller, AdminController.PinRequest request, boolean pin) throws IOException;
+    /**
+     * Pins ({@code pin} true) or unpins the named blocks this node holds; how many it pinned or unpinned.
+     * {@code revision}: the etcd revision that wrote the pins (0 for an unpin or when unknown).
+     */
+    int pin(Caller caller, AdminController.PinRequest request, boolean pin, long revision) throws IOException;
 
     /** This node's tiers as {@code GET /admin/tiers} shows them. */
     AdminController.Tiers tiers(Caller caller) throws IOException;

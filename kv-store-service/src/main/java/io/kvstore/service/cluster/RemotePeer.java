@@ -193,9 +193,10 @@ public final class RemotePeer implements Peer {
     }
 
     @Override
-    public int pin(Caller caller, AdminController.PinRequest request, boolean pin) throws IOException {
+    public int pin(Caller caller, AdminController.PinRequest request, boolean pin, long revision) throws IOException {
         byte[] answer = send(admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin")
                 .header("Content-Type", "application/json")
+                .header(PINS_REVISION, Long.toString(revision))
                 .POST(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(request))));
         JsonNode counts = json.readTree(answer);
         return counts.path(pin ? "pinnedBlocks" : "unpinnedBlocks").asInt();
