@@ -5,6 +5,7 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 
@@ -151,7 +152,7 @@ final class ChangeRing {
         }
         String[] current = names;
         if (next == current.length) {
-            current = java.util.Arrays.copyOf(current, 2 * next);
+            current = Arrays.copyOf(current, 2 * next);
         }
         current[next] = namespace;
         names = current;

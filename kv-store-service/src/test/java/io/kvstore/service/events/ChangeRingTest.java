@@ -18,11 +18,15 @@ class ChangeRingTest {
     private record Change(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored) {}
 
     private static List<Change> drainAll(ChangeRing ring) {
+        return drain(ring, Integer.MAX_VALUE);
+    }
+
+    private static List<Change> drain(ChangeRing ring, int max) {
         List<Change> out = new ArrayList<>();
         ring.drain(
                 (tier, ns, hash, hasParent, parent, stored) ->
                         out.add(new Change(tier, ns, hash, hasParent, parent, stored)),
-                Integer.MAX_VALUE);
+                max);
         return out;
     }
 
@@ -57,11 +61,7 @@ class ChangeRingTest {
             }
             assertThat(ring.size()).isEqualTo(5);
             int take = 1 + lap % 5; // drain partly, so the head falls at every offset of the slots
-            List<Change> out = new ArrayList<>();
-            ring.drain(
-                    (tier, ns, hash, hasParent, parent, stored) ->
-                            out.add(new Change(tier, ns, hash, hasParent, parent, stored)),
-                    take);
+            List<Change> out = drain(ring, take);
             assertThat(out).hasSize(take);
             for (Change c : out) {
                 assertThat(c.hash()).isEqualTo(expected++);

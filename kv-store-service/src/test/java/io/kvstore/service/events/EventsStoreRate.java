@@ -2,6 +2,7 @@ package io.kvstore.service.events;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
@@ -319,6 +320,11 @@ public final class EventsStoreRate {
                 Clock.systemUTC());
     }
 
+    /** The hash of the round's {@code i}-th block (a block's parent is the hash of the one before). */
+    private static BlockHash blockHash(long i) {
+        return BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1);
+    }
+
     /**
      * The engine's events, handed on to the publisher or to nothing as the round wants; switched between rounds
      * only, so both kinds pay the same read of the field.
@@ -327,7 +333,7 @@ public final class EventsStoreRate {
         volatile EngineEvents target = EngineEvents.NONE;
 
         @Override
-        public void copyAdded(TierId tier, io.kvstore.block.BlockRecord block) {
+        public void copyAdded(TierId tier, BlockRecord block) {
             target.copyAdded(tier, block);
         }
 
@@ -393,12 +399,8 @@ public final class EventsStoreRate {
                                 for (long i = next.getAndIncrement(); i < blocks; i = next.getAndIncrement()) {
                                     // prompts of 64 blocks, each block but the first chained to the one before, as an
                                     // engine stores them (a stored event carries its parent)
-                                    BlockHash parent =
-                                            i % 64 == 0 ? null : BlockHash.ofLong((i - 1) * 0x9E3779B97F4A7C15L + 1);
                                     engine.put(
-                                            new BlockKey(ns, BlockHash.ofLong(i * 0x9E3779B97F4A7C15L + 1)),
-                                            parent,
-                                            src);
+                                            new BlockKey(ns, blockHash(i)), i % 64 == 0 ? null : blockHash(i - 1), src);
                                 }
                             } catch (Exception e) {
                                 throw new IllegalStateException(e);
