@@ -46,9 +46,9 @@ public record KvStoreProperties(
         @Valid @NotNull @DefaultValue Nixl nixl,
         @Valid @NotNull @DefaultValue Transport transport,
         @Valid @NotNull @DefaultValue Local local,
-        @Valid @NotNull @DefaultValue List<Token> tokens,
+        @NotNull @DefaultValue List<@Valid Token> tokens,
         @Valid @NotNull @DefaultValue Limits limits,
-        @Valid @NotNull @DefaultValue Map<String, TenantQuota> tenants) {
+        @NotNull @DefaultValue Map<String, @Valid TenantQuota> tenants) {
 
     @AssertTrue(message = "kvstore.lease-timeout must be between 1 s and 1 day")
     public boolean isLeaseTimeoutInRange() {
