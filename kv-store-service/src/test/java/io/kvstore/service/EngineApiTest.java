@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvstore.block.BlockHash;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 
 /** The engine API over real HTTP: good and bad input for every endpoint under /v1. */
 class EngineApiTest extends ServiceTest {
@@ -293,12 +296,16 @@ class EngineApiTest extends ServiceTest {
     }
 
     @Test
-    void unknownPathIsAProblemNotAStackTrace() throws Exception {
+    @ExtendWith(OutputCaptureExtension.class)
+    void unknownPathIsAProblemNotAStackTraceNorALogLine(CapturedOutput log) throws Exception {
         var r = http.get("/v1/nothing-here");
         assertThat(r.statusCode()).isEqualTo(404);
         assertThat(r.headers().firstValue("Content-Type")).hasValue("application/problem+json");
         var method = http.send("PATCH", "/v1/lookup", "application/json", "{}");
         assertThat(method.statusCode()).isEqualTo(405);
+        assertThat(method.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        // a client's mistake is answered, not logged
+        assertThat(log.getAll()).doesNotContain("PATCH", "nothing-here");
     }
 
     @Test
