@@ -17,6 +17,37 @@ class DynamoGoldenTest {
     private final BlockHasher kvbm = BlockHasher.create(HashScheme.KVBM_V1, null);
     private final BlockHasher router = BlockHasher.create(HashScheme.DYNAMO_ROUTER, null);
 
+    /** One case of golden_dynamo.py: a prompt, its block size and its LoRA name and salt. */
+    private record ProgramCase(int[] tokens, int blockSize, ExtraKeys extra) {}
+
+    /** golden_dynamo.py's cases, in its order. */
+    private static final List<ProgramCase> PROGRAM_CASES = List.of(
+            new ProgramCase(new int[] {0}, 1, ExtraKeys.of(null, "")),
+            new ProgramCase(new int[] {0}, 1, ExtraKeys.NONE),
+            new ProgramCase(seq(1000, 53), 16, ExtraKeys.NONE),
+            new ProgramCase(seq(0, 32), 16, ExtraKeys.of("sql-lora", "tenant-a")),
+            new ProgramCase(seq(0, 32), 16, ExtraKeys.of("sql-lora", null)),
+            new ProgramCase(seq(0, 32), 16, ExtraKeys.of(null, "tenant-a")),
+            new ProgramCase(seq(0, 32), 16, ExtraKeys.of("", "")));
+
+    /** The vectors below were copied from the program; this holds Java to the program itself, run now. */
+    @Test
+    void everyCaseHashesAsTheProgramInDocsPrintsIt() throws Exception {
+        List<GoldenPrograms.Printed> printed = GoldenPrograms.run("golden_dynamo.py", "xxhash");
+        assertThat(printed).hasSize(PROGRAM_CASES.size());
+        for (int i = 0; i < printed.size(); i++) {
+            GoldenPrograms.Printed p = printed.get(i);
+            ProgramCase c = PROGRAM_CASES.get(i);
+            assertThat(p.hashes()).as(p.title()).containsOnlyKeys("dynamo:kvbm_v1", "dynamo:router");
+            assertThat(hex(kvbm.hashPrompt(c.tokens(), c.blockSize(), c.extra())))
+                    .as("%s: dynamo:kvbm_v1", p.title())
+                    .isEqualTo(p.hashes().get("dynamo:kvbm_v1"));
+            assertThat(hex(router.hashPrompt(c.tokens(), c.blockSize(), c.extra())))
+                    .as("%s: dynamo:router", p.title())
+                    .isEqualTo(p.hashes().get("dynamo:router"));
+        }
+    }
+
     @Test
     void kvbmV1HashesAnEmptyCacheSaltAsPresent() {
         // the case of issue 12: Dynamo gives d16ff2ff5b54aeef, kvstore used to give afcc8348f095feac

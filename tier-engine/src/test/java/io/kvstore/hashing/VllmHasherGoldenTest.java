@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.stream.IntStream;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -271,5 +272,27 @@ class VllmHasherGoldenTest {
     void blockHashesEqualThePythonReference(Case c, HashScheme scheme, List<String> expected) {
         VllmHasher hasher = new VllmHasher(scheme, c.seed);
         assertThat(hex(hasher.hashPrompt(c.tokens, c.blockSize, c.extra))).isEqualTo(expected);
+    }
+
+    /** Not only the vectors copied above: the program itself, run now, prints what Java computes. */
+    @Test
+    void everyCaseHashesAsTheProgramInDocsPrintsIt() throws Exception {
+        List<GoldenPrograms.Printed> printed = GoldenPrograms.run("golden_vllm.py", "cbor2", "xxhash");
+        assertThat(printed).hasSize(Case.values().length);
+        for (Case c : Case.values()) {
+            GoldenPrograms.Printed p = printed.get(c.ordinal());
+            assertThat(p.hashes())
+                    .as(p.title())
+                    .containsOnlyKeys("vllm:sha256", "vllm:sha256_cbor", "vllm:xxhash", "vllm:xxhash_cbor");
+            p.hashes().forEach((name, hashes) -> {
+                HashScheme scheme = HashScheme.parse(name);
+                assertThat(hex(new VllmHasher(scheme, c.seed).hashPrompt(c.tokens, c.blockSize, c.extra)))
+                        .as("%s: %s", p.title(), name)
+                        .isEqualTo(hashes);
+                assertThat(GOLDEN.get(c).get(scheme))
+                        .as("%s: %s, copied above", p.title(), name)
+                        .isEqualTo(hashes);
+            });
+        }
     }
 }
