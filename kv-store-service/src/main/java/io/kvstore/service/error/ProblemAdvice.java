@@ -11,8 +11,6 @@ import java.lang.reflect.Method;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicLong;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.stream.Collectors;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -44,8 +42,8 @@ import tools.jackson.core.JacksonException;
 public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private static final Logger log = LoggerFactory.getLogger(ProblemAdvice.class);
-    /** At most one log line per this long for clients that left mid-request. */
-    static final Duration CLIENT_GONE_LOG_INTERVAL = Duration.ofSeconds(10);
+    /** At most one log line per this long for clients that left mid-request, and one for requests answered 408. */
+    static final Duration CLIENT_ERROR_LOG_INTERVAL = Duration.ofSeconds(10);
     /** This class's {@code @ExceptionHandler} methods by exception type, as Spring MVC resolves them. */
     private static final ExceptionHandlerMethodResolver HANDLERS =
             new ExceptionHandlerMethodResolver(ProblemAdvice.class);
@@ -53,8 +51,8 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     private final EngineMetrics metrics;
     private final TierEngine engine;
 
-    private final AtomicLong clientGoneLineAt = new AtomicLong(System.nanoTime() - CLIENT_GONE_LOG_INTERVAL.toNanos());
-    private final LongAdder clientsGoneSinceLine = new LongAdder();
+    private final IntervalLog clientGoneLines = new IntervalLog(CLIENT_ERROR_LOG_INTERVAL);
+    private final IntervalLog timeoutLines = new IntervalLog(CLIENT_ERROR_LOG_INTERVAL);
 
     public ProblemAdvice(EngineMetrics metrics, TierEngine engine) {
         this.metrics = metrics;
@@ -81,7 +79,10 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     @ExceptionHandler(RequestTimeoutException.class)
     ResponseEntity<Object> timeout(RequestTimeoutException e) {
-        log.info("answered 408: {}", e.getMessage());
+        long unlogged = timeoutLines.occurred();
+        if (unlogged >= 0) {
+            log.info("answered 408: {}{}", e.getMessage(), IntervalLog.more(unlogged, "request(s) answered 408"));
+        }
         return ResponseEntity.status(HttpStatus.REQUEST_TIMEOUT)
                 .header(HttpHeaders.CONNECTION, "close")
                 .contentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON)
@@ -100,27 +101,22 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     /**
      * Nobody is left to answer: a count ({@code kvstore_client_disconnects_total}) and at most one INFO line
-     * per {@link #CLIENT_GONE_LOG_INTERVAL}, saying how many more left since the last line, so that an
+     * per {@link #CLIENT_ERROR_LOG_INTERVAL}, saying how many more left since the last line, so that an
      * engine restarting with hundreds of open requests writes one line, not hundreds. No stack trace.
      */
     @ExceptionHandler(ClientGoneException.class)
     void clientGone(ClientGoneException e, jakarta.servlet.http.HttpServletResponse response) {
         metrics.clientGone();
-        clientsGoneSinceLine.increment();
-        long now = System.nanoTime();
-        long last = clientGoneLineAt.get();
-        if (now - last < CLIENT_GONE_LOG_INTERVAL.toNanos() || !clientGoneLineAt.compareAndSet(last, now)) {
+        long unlogged = clientGoneLines.occurred();
+        if (unlogged < 0) {
             return;
         }
-        long others = clientsGoneSinceLine.sumThenReset() - 1;
         log.info(
                 "{} ({}){}",
                 e.getMessage(),
                 e.getCause() == null ? "closed" : e.getCause().toString(),
-                others > 0
-                        ? "; " + others + " more client(s) left mid-request since the last such line"
-                                + " (kvstore_client_disconnects_total counts them all)"
-                        : "");
+                IntervalLog.more(
+                        unlogged, "client(s) left mid-request (kvstore_client_disconnects_total counts them all)"));
     }
 
     @ExceptionHandler(InvalidRequestException.class)

@@ -106,9 +106,31 @@ class ProblemAdviceTest {
         }
         assertThat(registry.get("kvstore.client.disconnects").counter().count()).isEqualTo(300);
         assertThat(lines.list)
-                .as("one line per %s, not one per client", ProblemAdvice.CLIENT_GONE_LOG_INTERVAL)
+                .as("one line per %s, not one per client", ProblemAdvice.CLIENT_ERROR_LOG_INTERVAL)
                 .hasSize(1);
         assertThat(lines.list.getFirst().getFormattedMessage())
                 .startsWith("the client closed the upload at frame 0 (java.io.EOFException)");
+    }
+
+    @Test
+    void hundredsOfStalledUploadsAreEachAnswered408AndLoggedOnce() {
+        Logger logger = (Logger) LoggerFactory.getLogger(ProblemAdvice.class);
+        ListAppender<ILoggingEvent> lines = new ListAppender<>();
+        lines.start();
+        logger.addAppender(lines);
+        try {
+            for (int i = 0; i < 300; i++) {
+                var answer = advice.timeout(new RequestTimeoutException("upload " + i + " stalled"));
+                assertThat(answer.getStatusCode().value()).isEqualTo(408);
+                assertThat(answer.getHeaders().getFirst("Connection")).isEqualTo("close");
+            }
+        } finally {
+            logger.detachAppender(lines);
+        }
+        assertThat(lines.list)
+                .as("one line per %s, not one per request", ProblemAdvice.CLIENT_ERROR_LOG_INTERVAL)
+                .singleElement()
+                .extracting(ILoggingEvent::getFormattedMessage)
+                .isEqualTo("answered 408: upload 0 stalled");
     }
 }
