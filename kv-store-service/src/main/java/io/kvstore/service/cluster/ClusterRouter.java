@@ -4,6 +4,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.block.TierId;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.blocks.BlockFrames;
+import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;
@@ -15,6 +16,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -41,7 +43,11 @@ import org.slf4j.LoggerFactory;
 public final class ClusterRouter {
 
     private static final Logger log = LoggerFactory.getLogger(ClusterRouter.class);
+    /** At most one line per this long for peers that did not answer: a dead node fails every request until it leaves. */
+    private static final Duration UNREACHABLE_LOG_INTERVAL = Duration.ofSeconds(10);
 
+    private final IntervalLog unansweredLookups = new IntervalLog(UNREACHABLE_LOG_INTERVAL);
+    private final IntervalLog skippedCalls = new IntervalLog(UNREACHABLE_LOG_INTERVAL);
     private final Membership membership;
     private final Peers peers;
     private final ClusterProperties properties;
@@ -296,10 +302,14 @@ public final class ClusterRouter {
         try {
             return call.answer();
         } catch (PeerException e) {
-            log.warn(
-                    "cluster lookup: node {} did not answer ({}); its blocks count as missing",
-                    member.name(),
-                    e.getMessage());
+            long unlogged = unansweredLookups.occurred();
+            if (unlogged >= 0) {
+                log.warn(
+                        "cluster lookup: node {} did not answer ({}); its blocks count as missing{}",
+                        member.name(),
+                        e.getMessage(),
+                        IntervalLog.more(unlogged, "probe(s) unanswered"));
+            }
             return null;
         } finally {
             if (sentAt != null) {
@@ -587,7 +597,15 @@ public final class ClusterRouter {
                 throw new PeerException(503, "interrupted during cluster " + what, ie);
             } catch (ExecutionException ee) {
                 if (ee.getCause() instanceof PeerException pe && pe.unreachable()) {
-                    log.warn("cluster {}: node {} skipped: {}", what, e.getKey().name(), pe.getMessage());
+                    long unlogged = skippedCalls.occurred();
+                    if (unlogged >= 0) {
+                        log.warn(
+                                "cluster {}: node {} skipped: {}{}",
+                                what,
+                                e.getKey().name(),
+                                pe.getMessage(),
+                                IntervalLog.more(unlogged, "node call(s) skipped"));
+                    }
                 } else if (refused == null) {
                     refused = asIo(ee.getCause());
                 }

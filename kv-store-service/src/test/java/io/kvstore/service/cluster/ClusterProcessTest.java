@@ -8,6 +8,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.service.ServiceProcesses;
 import java.io.IOException;
 import java.net.http.HttpResponse;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -229,5 +230,14 @@ class ClusterProcessTest {
                 .as("every lookup during the kill and the etcd restart")
                 .isNull();
         assertThat(answered.get()).isPositive();
+        // until c left the member set every lookup's probe of it failed: at most one line per 10 s for those
+        // (c was gone within 20 s), not one per lookup
+        for (String name : List.of("a", "b")) {
+            try (var lines = Files.lines(dir.resolve(name + ".log"))) {
+                assertThat(lines.filter(l -> l.contains("did not answer")).count())
+                        .as("%s's log lines for unanswered probes, over %d lookups", name, answered.get())
+                        .isBetween(1L, 3L);
+            }
+        }
     }
 }
