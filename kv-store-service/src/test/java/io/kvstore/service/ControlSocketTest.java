@@ -26,7 +26,10 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
@@ -378,6 +381,21 @@ class ControlSocketTest {
             assertThat(unknownKind.title()).isEqualTo("Malformed frame");
             assertThat(unknownKind.detail()).contains("unknown frame kind 99");
         }
+    }
+
+    @Test
+    @ExtendWith(OutputCaptureExtension.class)
+    void aClientSendingMalformedFramesAgainAndAgainGetsAtMostALogLineAMinute(CapturedOutput log) throws Exception {
+        for (int i = 0; i < 50; i++) {
+            try (Connection c = hello(ALPHA)) {
+                assertThat(problem(c.call(new Writer((byte) 99))).title()).isEqualTo("Malformed frame");
+                assertThat(c.closedByService()).isTrue();
+            }
+        }
+        // (an earlier test's malformed frame may have had this minute's line)
+        assertThat(log.getAll().lines().filter(l -> l.contains("after a malformed frame")))
+                .as("lines for 50 connections closed after a malformed frame")
+                .hasSizeLessThanOrEqualTo(1);
     }
 
     private static int indexOf(List<BlockHash> hashes, String hex) {

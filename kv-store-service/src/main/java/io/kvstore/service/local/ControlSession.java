@@ -3,6 +3,7 @@ package io.kvstore.service.local;
 import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.ReserveRequest;
+import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.error.ProblemAdvice;
@@ -46,6 +47,8 @@ final class ControlSession implements Runnable {
     private final ProblemAdvice problems;
     private final Validator validator;
     private final long maxFrame;
+    /** Shared by the server's sessions: a client that keeps sending malformed frames gets a line a minute. */
+    private final IntervalLog malformedLines;
     /** Set once the HELLO frame is accepted; read by the server's credentials deadline. */
     private volatile @Nullable Caller caller;
 
@@ -55,13 +58,15 @@ final class ControlSession implements Runnable {
             TokenStore tokens,
             ProblemAdvice problems,
             Validator validator,
-            long maxFrame) {
+            long maxFrame,
+            IntervalLog malformedLines) {
         this.channel = channel;
         this.service = service;
         this.tokens = tokens;
         this.problems = problems;
         this.validator = validator;
         this.maxFrame = maxFrame;
+        this.malformedLines = malformedLines;
     }
 
     @Override
@@ -96,7 +101,13 @@ final class ControlSession implements Runnable {
                 try {
                     answer = answer(new Reader(body.flip()));
                 } catch (MalformedFrameException e) {
-                    log.info("local control socket: closing a connection after a malformed frame ({})", e.getMessage());
+                    long unlogged = malformedLines.occurred();
+                    if (unlogged >= 0) {
+                        log.info(
+                                "local control socket: closing a connection after a malformed frame ({}){}",
+                                e.getMessage(),
+                                IntervalLog.more(unlogged, "connection(s) closed for a malformed frame"));
+                    }
                     answer = refusal(problems.describe(new MalformedFrameProblem(e.getMessage())), "Malformed frame");
                     close = true;
                 } catch (Exception e) {

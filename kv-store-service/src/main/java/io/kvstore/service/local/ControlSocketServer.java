@@ -1,6 +1,7 @@
 package io.kvstore.service.local;
 
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.ProblemAdvice;
 import io.kvstore.service.security.TokenStore;
 import jakarta.validation.Validator;
@@ -24,7 +25,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -68,7 +68,9 @@ public class ControlSocketServer implements SmartLifecycle {
     private final ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("kvstore-control-deadlines").daemon().factory());
     /** When the last refusal for too many connections was logged (one line a minute at most). */
-    private final AtomicLong refusalLogged = new AtomicLong(System.nanoTime() - TimeUnit.MINUTES.toNanos(1));
+    private final IntervalLog refusals = new IntervalLog(Duration.ofMinutes(1));
+
+    private final IntervalLog malformedFrames = new IntervalLog(Duration.ofMinutes(1));
 
     private volatile @Nullable ServerSocketChannel server;
     private volatile @Nullable Path path;
@@ -164,18 +166,19 @@ public class ControlSocketServer implements SmartLifecycle {
             }
             if (open.size() >= maxConnections) {
                 ControlSession.refuseBusy(channel, maxConnections);
-                long now = System.nanoTime();
-                long last = refusalLogged.get();
-                if (now - last >= TimeUnit.MINUTES.toNanos(1) && refusalLogged.compareAndSet(last, now)) {
+                long unlogged = refusals.occurred();
+                if (unlogged >= 0) {
                     log.warn(
                             "local control socket: {} connections open, the most it serves"
-                                    + " (kvstore.local.control-max-connections); refusing new ones with 503",
-                            maxConnections);
+                                    + " (kvstore.local.control-max-connections); refusing new ones with 503{}",
+                            maxConnections,
+                            IntervalLog.more(unlogged, "connection(s) refused"));
                 }
                 continue;
             }
             open.add(channel);
-            ControlSession session = new ControlSession(channel, service, tokens, problems, validator, maxFrame);
+            ControlSession session =
+                    new ControlSession(channel, service, tokens, problems, validator, maxFrame, malformedFrames);
             deadlines.schedule(
                     () -> {
                         if (!session.authenticated()) {
