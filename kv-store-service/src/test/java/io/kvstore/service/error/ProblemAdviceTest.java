@@ -21,6 +21,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import org.assertj.core.api.InstanceOfAssertFactories;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.slf4j.LoggerFactory;
@@ -89,45 +90,47 @@ class ProblemAdviceTest {
                 .isEqualTo(500);
     }
 
-    @Test
-    void hundredsOfClientsLeavingMidRequestAreCountedAndLoggedOnce() {
+    /** What {@link ProblemAdvice} logged while {@code calls} ran. */
+    private static List<ILoggingEvent> linesLoggedBy(Runnable calls) {
         Logger logger = (Logger) LoggerFactory.getLogger(ProblemAdvice.class);
         ListAppender<ILoggingEvent> lines = new ListAppender<>();
         lines.start();
         logger.addAppender(lines);
         try {
+            calls.run();
+        } finally {
+            logger.detachAppender(lines);
+        }
+        return lines.list;
+    }
+
+    @Test
+    void hundredsOfClientsLeavingMidRequestAreCountedAndLoggedOnce() {
+        List<ILoggingEvent> lines = linesLoggedBy(() -> {
             for (int i = 0; i < 300; i++) {
                 advice.clientGone(
                         new ClientGoneException("the client closed the upload at frame " + i, new EOFException()),
                         new MockHttpServletResponse());
             }
-        } finally {
-            logger.detachAppender(lines);
-        }
+        });
         assertThat(registry.get("kvstore.client.disconnects").counter().count()).isEqualTo(300);
-        assertThat(lines.list)
+        assertThat(lines)
                 .as("one line per %s, not one per client", ProblemAdvice.CLIENT_ERROR_LOG_INTERVAL)
-                .hasSize(1);
-        assertThat(lines.list.getFirst().getFormattedMessage())
+                .singleElement()
+                .extracting(ILoggingEvent::getFormattedMessage, InstanceOfAssertFactories.STRING)
                 .startsWith("the client closed the upload at frame 0 (java.io.EOFException)");
     }
 
     @Test
     void hundredsOfStalledUploadsAreEachAnswered408AndLoggedOnce() {
-        Logger logger = (Logger) LoggerFactory.getLogger(ProblemAdvice.class);
-        ListAppender<ILoggingEvent> lines = new ListAppender<>();
-        lines.start();
-        logger.addAppender(lines);
-        try {
+        List<ILoggingEvent> lines = linesLoggedBy(() -> {
             for (int i = 0; i < 300; i++) {
                 var answer = advice.timeout(new RequestTimeoutException("upload " + i + " stalled"));
                 assertThat(answer.getStatusCode().value()).isEqualTo(408);
                 assertThat(answer.getHeaders().getFirst("Connection")).isEqualTo("close");
             }
-        } finally {
-            logger.detachAppender(lines);
-        }
-        assertThat(lines.list)
+        });
+        assertThat(lines)
                 .as("one line per %s, not one per request", ProblemAdvice.CLIENT_ERROR_LOG_INTERVAL)
                 .singleElement()
                 .extracting(ILoggingEvent::getFormattedMessage)
