@@ -43,7 +43,7 @@ import org.slf4j.LoggerFactory;
 public final class ClusterRouter {
 
     private static final Logger log = LoggerFactory.getLogger(ClusterRouter.class);
-    /** At most one line per this long for peers that did not answer: a dead node fails every request until it leaves. */
+    /** At most one line per this long for peers that did not answer: a dead node fails each call until it leaves. */
     private static final Duration UNREACHABLE_LOG_INTERVAL = Duration.ofSeconds(10);
 
     private final IntervalLog unansweredLookups = new IntervalLog(UNREACHABLE_LOG_INTERVAL);

@@ -7,8 +7,9 @@ import java.util.function.LongSupplier;
 
 /**
  * At most one log line per interval for an event clients or peers can cause at any rate (a client leaving
- * mid-request, a stalled upload answered 408, a cluster node that stopped answering): the first occurrence gets its line, later ones within the interval are only
- * counted, and the next line says how many there were. Lock-free, so a burst of them never queues on a lock.
+ * mid-request, a stalled upload answered 408, a cluster node that stopped answering): the first occurrence gets
+ * its line, later ones within the interval are only counted, and the next line says how many there were.
+ * Lock-free, so a burst of them never queues on a lock.
  */
 public final class IntervalLog {
 

@@ -67,9 +67,9 @@ public class ControlSocketServer implements SmartLifecycle {
     /** Closes connections that have not sent their credentials in time. */
     private final ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("kvstore-control-deadlines").daemon().factory());
-    /** When the last refusal for too many connections was logged (one line a minute at most). */
+    /** Lines for connections refused as too many: one a minute at most, with the count since. */
     private final IntervalLog refusals = new IntervalLog(Duration.ofMinutes(1));
-
+    /** Lines for connections closed after a malformed frame, shared by every session: one a minute at most. */
     private final IntervalLog malformedFrames = new IntervalLog(Duration.ofMinutes(1));
 
     private volatile @Nullable ServerSocketChannel server;
