@@ -126,6 +126,7 @@ public final class NixlTransferEngine implements TransferEngine {
     /** This agent's metadata; read it after registering the regions peers will use. */
     @Override
     public byte[] localAddress() {
+        lastAddressNanos = System.nanoTime();
         return agent.localMetadata();
     }
 
@@ -171,6 +172,8 @@ public final class NixlTransferEngine implements TransferEngine {
 
     private static final long WIRE_UP_SETTLE_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
     private volatile long lastConnectNanos;
+    /** When this agent's address was last handed out: a peer may be wiring up a connection to it since. */
+    private volatile long lastAddressNanos;
 
     @Override
     public Peer connect(String name, byte[] peerAddress) {
@@ -322,15 +325,23 @@ public final class NixlTransferEngine implements TransferEngine {
 
     /**
      * UCX 1.13 aborts the process (assertion in ucp_request.c, from ucp_worker_destroy) when a worker is
-     * destroyed while a connection's wire-up messages are still pending over TCP: seen in CI when an
-     * agent was closed right after connecting, before any transfer. A connection made in the last
-     * {@link #WIRE_UP_SETTLE_NANOS} gets the rest of that time before the agent is destroyed.
+     * destroyed while a connection's wire-up messages are still pending over TCP. CI saw it twice with agents
+     * closed right after a connection was made, before any transfer: first when the agent that connected was
+     * closed, later (2026-11-26) when the agent it connected to was, its wire-up reply (REP) still queued. So
+     * an agent that connected, or handed its address to a peer, in the last {@link #WIRE_UP_SETTLE_NANOS}
+     * waits out the rest of that time before it is destroyed.
      */
     private void letWireUpSettle() {
-        long since = System.nanoTime() - lastConnectNanos;
-        if (lastConnectNanos != 0 && since < WIRE_UP_SETTLE_NANOS) {
-            java.util.concurrent.locks.LockSupport.parkNanos(WIRE_UP_SETTLE_NANOS - since);
+        long now = System.nanoTime();
+        long wait = Math.max(settleLeft(lastConnectNanos, now), settleLeft(lastAddressNanos, now));
+        if (wait > 0) {
+            java.util.concurrent.locks.LockSupport.parkNanos(wait);
         }
+    }
+
+    /** What is left of the settle time of a wire-up that may have begun at {@code at} (0: none began). */
+    private static long settleLeft(long at, long now) {
+        return at == 0 ? 0 : WIRE_UP_SETTLE_NANOS - (now - at);
     }
 
     @Override
