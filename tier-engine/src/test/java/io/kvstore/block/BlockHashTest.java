@@ -2,7 +2,10 @@ package io.kvstore.block;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.math.BigInteger;
+import java.util.Arrays;
 import java.util.HashSet;
+import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
@@ -30,6 +33,21 @@ class BlockHashTest {
         assertThat(BlockHash.ofHex("0a0b").lastLong())
                 .as("shorter than 8 bytes: all of them")
                 .isEqualTo(0x0a0bL);
+    }
+
+    /** Every length a hash may have (1 to 64 bytes): the first and last 8 bytes (all when shorter), big-endian. */
+    @Test
+    void asLongAndLastLongMatchPythonsIntFromBytesForEveryLength() {
+        Random random = new Random(15);
+        for (int length = 1; length <= 64; length++) {
+            byte[] bytes = new byte[length];
+            random.nextBytes(bytes);
+            BigInteger last = new BigInteger(1, Arrays.copyOfRange(bytes, Math.max(0, length - 8), length));
+            BigInteger first = new BigInteger(1, Arrays.copyOf(bytes, Math.min(8, length)));
+            BlockHash h = BlockHash.of(bytes);
+            assertThat(h.lastLong()).as("lastLong of %d bytes", length).isEqualTo(last.longValue());
+            assertThat(h.asLong()).as("asLong of %d bytes", length).isEqualTo(first.longValue());
+        }
     }
 
     /**
@@ -61,7 +79,7 @@ class BlockHashTest {
                 int c = 1000 - 961 * a - 31 * b;
                 if (c >= -128 && c <= 127) {
                     byte[] bytes = {(byte) a, (byte) b, (byte) c};
-                    plain.add(java.util.Arrays.hashCode(bytes));
+                    plain.add(Arrays.hashCode(bytes));
                     keyed.add(BlockHash.of(bytes).hashCode());
                     inputs++;
                 }
