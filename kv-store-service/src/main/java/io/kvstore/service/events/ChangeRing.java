@@ -53,6 +53,12 @@ final class ChangeRing {
     private static final int TAIL = 32;
     private static final VarHandle SLOT = MethodHandles.arrayElementVarHandle(long[].class);
     private static final int WORDS = 3;
+    /**
+     * How many claims ahead {@link #offer} reads a slot's line before it writes there: far enough for a miss
+     * to memory to be done (a store takes about a microsecond), near enough for the line to stay in cache.
+     */
+    private static final int LOOK_AHEAD = 16;
+
     private static final TierId[] TIERS = TierId.values();
     private static final int STORED = 0x80;
     private static final int HAS_PARENT = 0x40;
@@ -127,6 +133,9 @@ final class ChangeRing {
             }
         } while (!POSITION.compareAndSet(positions, TAIL, t, t + 1));
         int at = (int) (t & mask) * WORDS;
+        // touch the line of a slot LOOK_AHEAD claims ahead: its miss is a load's, which overlaps the stores
+        // that follow, and by the time that slot is written its line is in cache (opaque: not dropped)
+        SLOT.getOpaque(slots, (int) ((t + LOOK_AHEAD) & mask) * WORDS);
         slots[at + 1] = key.hash().lastLong();
         slots[at + 2] = parent == null ? 0 : parent.lastLong();
         long kind = tier.ordinal() | (stored ? STORED : 0) | (parent != null ? HAS_PARENT : 0);
