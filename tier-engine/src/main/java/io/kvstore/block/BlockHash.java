@@ -21,7 +21,8 @@ public final class BlockHash implements Comparable<BlockHash> {
 
     /**
      * Eight bytes as one big-endian load: {@link #lastLong} runs on every storing thread when KV events are on,
-     * where a loop over the bytes cost a store ~40 ns more (docs/events.md).
+     * where a loop over the bytes cost a store 31-55 ns more in two alternating pairs of {@code bench/events.sh}
+     * runs (docs/events.md).
      */
     private static final VarHandle BIG_WORD = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
