@@ -117,14 +117,7 @@ public final class BlockHash implements Comparable<BlockHash> {
 
     /** The first 8 bytes as a big-endian long (the whole value for xxh3). */
     public long asLong() {
-        if (bytes.length >= 8) {
-            return (long) BIG_WORD.get(bytes, 0);
-        }
-        long v = 0;
-        for (int i = 0; i < bytes.length; i++) {
-            v = (v << 8) | (bytes[i] & 0xFF);
-        }
-        return v;
+        return bytes.length >= 8 ? (long) BIG_WORD.get(bytes, 0) : shortValue();
     }
 
     /**
@@ -132,12 +125,14 @@ public final class BlockHash implements Comparable<BlockHash> {
      * in KV events, {@code int.from_bytes(hash[-8:], "big")}.
      */
     public long lastLong() {
-        if (bytes.length >= 8) {
-            return (long) BIG_WORD.get(bytes, bytes.length - 8);
-        }
+        return bytes.length >= 8 ? (long) BIG_WORD.get(bytes, bytes.length - 8) : shortValue();
+    }
+
+    /** All the bytes of a hash shorter than 8 as a big-endian long: its first and its last 8 bytes alike. */
+    private long shortValue() {
         long v = 0;
-        for (int i = 0; i < bytes.length; i++) {
-            v = (v << 8) | (bytes[i] & 0xFF);
+        for (byte b : bytes) {
+            v = (v << 8) | (b & 0xFF);
         }
         return v;
     }
