@@ -32,10 +32,15 @@ def _java() -> str:
 
 def launch_command(quick_start: bool = True) -> list:
     """The command that runs the service's main class, or None when neither classpath nor jar is there.
-    ``quick_start`` trades peak speed for start-up time (C1 only, serial GC): right for tests, not benchmarks."""
+    ``quick_start`` trades peak speed for start-up time (C1 only, serial GC): right for tests, not benchmarks,
+    which run the service with the JVM options ``./kvstore run`` gives it (configs/jvm.options, or the file
+    ``KVSTORE_JVM_OPTIONS`` names)."""
     java = _java()
     base = [java, "--enable-native-access=ALL-UNNAMED"]
-    base += ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else ["-Xmx2g"]
+    if quick_start:
+        base += ["-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+    else:
+        base.append("@" + os.environ.get("KVSTORE_JVM_OPTIONS", str(REPO / "configs/jvm.options")))
     cp = os.environ.get("KVSTORE_TEST_CLASSPATH")
     if cp:
         return base + ["-cp", cp, "io.kvstore.service.KvStoreApplication"]
