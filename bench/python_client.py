@@ -22,7 +22,7 @@ checksums this one's), and ``store`` per batch (each waits for its commit). Besi
 working set moves as one ``store_async`` / ``load`` call ("one call" columns: an engine onboarding a long
 prompt makes one call; its steps of 64 MiB are reserved or leased one ahead, so only the first control
 round trip and the last commit or release wait). The service runs with its full
-JIT and is warmed up first: a few thousand small store/load round trips over both paths (until the JIT
+JIT and the JVM options ``./kvstore run`` gives it (configs/jvm.options), and is warmed up first: a few thousand small store/load round trips over both paths (until the JIT
 has compiled the control path; a service in use has), then two store rounds of the measured size. The
 best round of each is reported: the machine is shared, and the best round is the one least disturbed.
 The shared-memory path sends its control calls over kvstore's local control socket (binary frames on a
