@@ -195,7 +195,7 @@ public class EngineController {
         try (var fetch = blocks.fetch(ns, request.blockHashes())) {
             response.setStatus(HttpServletResponse.SC_OK);
             response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
-            fetch.writeTo(ConnectorStreams.outputStream(response));
+            fetch.writeTo(ConnectorStreams.forBlocks(response));
         }
     }
 

@@ -269,7 +269,7 @@ public class ClusterEngineController {
         response.setStatus(HttpServletResponse.SC_OK);
         response.setContentType(MediaType.APPLICATION_OCTET_STREAM_VALUE);
         response.setContentLengthLong(gathered.contentLength());
-        gathered.writeTo(ConnectorStreams.outputStream(response));
+        gathered.writeTo(ConnectorStreams.forBlocks(response));
     }
 
     /** A peer that refused or could not be reached: its status (502/503 for its own failures) as problem JSON. */
