@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # kvstore's service beside Redis on this machine: 2,048-block lookups by 64 clients; 2 MiB blocks stored and
 # fetched over HTTP (framed batches) and over the one-sided UCX path, beside Redis SET/GET of the same blocks.
+# Redis is also measured by its own tool, redis-benchmark, with the same value size, pipeline depth and clients.
 # Usage: bench/service.sh [blocks] [batch] [lookup-seconds]   (needs redis-server; builds the jars if absent)
 # The service's one-sided path is forced to direct UCX (OneSidedLoad drives a UCX worker), NIXL present or not.
 set -euo pipefail
@@ -39,4 +40,26 @@ run io.kvstore.bench.transport.HttpLoad lookup "http://127.0.0.1:$PORT" "$LOOKUP
 run io.kvstore.bench.transport.HttpLoad blocks "http://127.0.0.1:$PORT" $RPORT "$BLOCKS" "$BATCH" 1 4 16
 for c in 1 4 16; do
   run io.kvstore.bench.transport.OneSidedLoad "http://127.0.0.1:$PORT" "$BLOCKS" "$BATCH" $c ""
+done
+# Redis by its own tool: SET and GET of 2 MiB values, BATCH per pipeline, keys drawn from BLOCKS of them (all
+# written first, so no GET finds a key missing and answers nil); GB/s = requests/s x 2 MiB
+rb() {
+  redis-benchmark -h 127.0.0.1 -p $RPORT -d 2097152 -r "$BLOCKS" -P "$BATCH" -q "$@" 2>&1 | tr '\r' '\n' \
+    | awk '/^(SET|GET): [0-9.]+ requests per second/ { print $2 }'
+}
+redis-cli -p $RPORT FLUSHALL >/dev/null # the loads' keys: the tool's own must fit in maxmemory
+# keys not yet holding 2 MiB (redis-benchmark names them key:<12 digits>)
+short() {
+  redis-cli -p $RPORT EVAL "local n = 0 for i = 0, tonumber(ARGV[1]) - 1 do if redis.call('STRLEN',
+    string.format('key:%012d', i)) < 2097152 then n = n + 1 end end return n" 0 "$BLOCKS"
+}
+while [[ $(short) != 0 ]]; do rb -t set -n $((BLOCKS * 4)) -c 1 >/dev/null; done
+echo "# $(redis-benchmark --version | cut -d' ' -f1-2): $BATCH per pipeline, $BLOCKS keys of 2 MiB"
+echo "| peer, measured by | clients | SET GB/s | GET GB/s |"
+echo "|---|---|---|---|"
+for c in 1 4 16; do
+  set_rps=$(rb -t set -n $((BLOCKS * 2)) -c $c)
+  get_rps=$(rb -t get -n $((BLOCKS * 2)) -c $c)
+  awk -v c=$c -v s="$set_rps" -v g="$get_rps" \
+    'BEGIN { printf "| Redis, redis-benchmark | %d | %.2f | %.2f |\n", c, s * 2097152 / 1e9, g * 2097152 / 1e9 }'
 done

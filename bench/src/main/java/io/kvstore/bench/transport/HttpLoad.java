@@ -394,6 +394,9 @@ public final class HttpLoad {
                 throw new IllegalStateException("block " + i + " came back different");
             }
         }
+        if (in.read() != -1) {
+            throw new IllegalStateException("fetch answered more than " + count + " frames");
+        }
     }
 
     static String send(String method, String url, byte[] body) throws Exception {

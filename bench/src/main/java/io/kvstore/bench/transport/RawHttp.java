@@ -99,6 +99,10 @@ final class RawHttp implements AutoCloseable {
                 close = true; // Tomcat ends a keep-alive connection after maxKeepAliveRequests
             }
         }
+        if (chunked && !close) {
+            // streamed as the caller reads it, no copy of the whole body (a fetch answer is 16 MiB)
+            return new Response(code, -1, new Dechunked());
+        }
         if (chunked) {
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             int size;
@@ -124,10 +128,65 @@ final class RawHttp implements AutoCloseable {
 
     /** The whole response body as text (for JSON answers). */
     String text(Response r) throws IOException {
+        if (r.body() instanceof Dechunked chunked) {
+            return new String(chunked.readAllBytes(), StandardCharsets.UTF_8);
+        }
         if (r.length() <= 0) {
             return ""; // 204, or an empty body
         }
         return new String(r.body().readNBytes((int) r.length()), StandardCharsets.UTF_8);
+    }
+
+    /**
+     * A chunked body read from the socket as the caller asks for it; ends (-1) after the last chunk and its
+     * trailer, so a caller that reads to the end leaves the connection at the next response.
+     */
+    private final class Dechunked extends InputStream {
+        private long left; // bytes left in the current chunk
+        private boolean ended;
+
+        @Override
+        public int read() throws IOException {
+            byte[] one = new byte[1];
+            return read(one, 0, 1) < 0 ? -1 : one[0] & 0xff;
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            if (len == 0) {
+                return 0;
+            }
+            if (left == 0 && !next()) {
+                return -1;
+            }
+            int n = in.read(b, off, (int) Math.min(len, left));
+            if (n < 0) {
+                throw new IOException("connection closed inside a chunk");
+            }
+            left -= n;
+            return n;
+        }
+
+        /** Moves to the next chunk; false at the end of the body. */
+        private boolean next() throws IOException {
+            if (ended) {
+                return false;
+            }
+            String size = line();
+            if (size.isEmpty()) {
+                size = line(); // the CRLF that ends the chunk before
+            }
+            int semicolon = size.indexOf(';');
+            left = Long.parseLong((semicolon < 0 ? size : size.substring(0, semicolon)).trim(), 16);
+            if (left == 0) {
+                while (!line().isEmpty()) {
+                    // trailer fields
+                }
+                ended = true;
+                return false;
+            }
+            return true;
+        }
     }
 
     private String line() throws IOException {
