@@ -19,8 +19,9 @@ public final class ConnectorStreams {
      * The response buffer for answers that carry blocks. Tomcat writes a large buffer in pieces of the response
      * buffer's size, each its own chunk of a chunked answer: with the default 8 KiB a 2 MiB block went out as
      * 256 chunks, and the Python client spent its time on chunk headers (0.67 GB/s per fetch; 1.5 GB/s with
-     * 128 KiB, docs/benchmarks.md). 128 KiB is the most Tomcat keeps across requests (a buffer over 16 times its
-     * default is dropped when the response is recycled), so no request allocates one.
+     * 128 KiB, docs/benchmarks.md). 128 KiB is the most Tomcat keeps when it recycles a response for the next
+     * request (it drops a buffer over 16 times its default), so the buffer is allocated once per recycled
+     * response object, not per request.
      */
     static final int BLOCK_BUFFER = 128 * 1024;
 
