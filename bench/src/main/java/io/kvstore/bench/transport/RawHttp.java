@@ -2,7 +2,6 @@ package io.kvstore.bench.transport;
 
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -104,17 +103,9 @@ final class RawHttp implements AutoCloseable {
             return new Response(code, -1, new Dechunked());
         }
         if (chunked) {
-            ByteArrayOutputStream body = new ByteArrayOutputStream();
-            int size;
-            while ((size = Integer.parseInt(line().trim(), 16)) > 0) {
-                body.write(in.readNBytes(size));
-                line();
-            }
-            line();
-            byte[] b = body.toByteArray();
-            if (close) {
-                close();
-            }
+            // the last answer on this connection: read whole before the socket is dropped
+            byte[] b = new Dechunked().readAllBytes();
+            close();
             return new Response(code, b.length, new java.io.ByteArrayInputStream(b));
         }
         if (close) {
