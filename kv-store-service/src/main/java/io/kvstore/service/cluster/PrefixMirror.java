@@ -38,7 +38,10 @@ final class PrefixMirror implements AutoCloseable {
     private final long timeoutMillis;
     private final Map<String, byte[]> entries = new TreeMap<>();
     private final Object notifyLock = new Object();
+    /** The etcd revision the copy reflects. */
     private long revision;
+    /** The revision of the last full read taken into the copy: watch events up to it are already there. */
+    private long readAt;
     private Watch.Watcher watcher;
     private boolean closed;
 
@@ -80,6 +83,9 @@ final class PrefixMirror implements AutoCloseable {
                 entries.putAll(fresh);
             }
             revision = watcher == null ? rev : Math.max(revision, rev);
+            if (!watchAhead) {
+                readAt = rev;
+            }
             if (watcher == null) {
                 watcher = etcd.getWatchClient()
                         .watch(
@@ -104,7 +110,9 @@ final class PrefixMirror implements AutoCloseable {
             }
             for (WatchEvent event : response.getEvents()) {
                 KeyValue kv = event.getKeyValue();
-                if (kv.getModRevision() <= revision) {
+                // judged against the last full read, not against the revision the copy has reached: the events
+                // of one transaction share their revision, and all of them are to be applied
+                if (kv.getModRevision() <= readAt) {
                     continue; // already in the copy, read in full at a later revision
                 }
                 String name = name(kv);

@@ -1,0 +1,89 @@
+package io.kvstore.service.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.etcd.jetcd.Client;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.PutOption;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The mirror against a real etcd, kept by its watch alone (no resync after the first): what a listener is
+ * told equals etcd at the revision it is told with.
+ */
+class PrefixMirrorTest {
+
+    @TempDir
+    static Path dir;
+
+    static EtcdServer etcd;
+
+    @BeforeAll
+    static void startEtcd() throws Exception {
+        etcd = new EtcdServer(dir).start();
+    }
+
+    @AfterAll
+    static void stopEtcd() throws Exception {
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    private record Seen(Set<String> keys, long revision) {}
+
+    @Test
+    void everyKeyOfOneTransactionReachesTheCopyThroughTheWatch() throws Exception {
+        try (Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            AtomicReference<Seen> seen = new AtomicReference<>(new Seen(Set.of(), 0));
+            try (PrefixMirror mirror = new PrefixMirror(
+                    client,
+                    "/m1/",
+                    (Map<String, byte[]> entries, long revision) ->
+                            seen.set(new Seen(Set.copyOf(entries.keySet()), revision)),
+                    5000)) {
+                mirror.resync(); // reads the empty prefix and starts the watch
+                // fifty puts in one transaction share one revision, as cluster pins are written
+                long written = txn(client, IntStream.range(0, 50)
+                        .<Op>mapToObj(i -> Op.put(PrefixMirror.bytes("/m1/k" + i), PrefixMirror.bytes("1"), PutOption.DEFAULT))
+                        .toList());
+                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= written);
+                assertThat(seen.get().keys()).isEqualTo(keys(0, 50));
+                // and thirty deletes in one, as an unpin removes them
+                long deleted = txn(client, IntStream.range(0, 30)
+                        .<Op>mapToObj(i -> Op.delete(PrefixMirror.bytes("/m1/k" + i), DeleteOption.DEFAULT))
+                        .toList());
+                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= deleted);
+                assertThat(seen.get().keys()).isEqualTo(keys(30, 50));
+            }
+        }
+    }
+
+    private static Set<String> keys(int from, int to) {
+        return IntStream.range(from, to).mapToObj(i -> "k" + i).collect(Collectors.toSet());
+    }
+
+    private static long txn(Client client, List<Op> ops) throws Exception {
+        return client.getKVClient()
+                .txn()
+                .Then(ops.toArray(Op[]::new))
+                .commit()
+                .get(5, TimeUnit.SECONDS)
+                .getHeader()
+                .getRevision();
+    }
+}
