@@ -42,6 +42,7 @@ final class PrefixMirror implements AutoCloseable {
     private long revision;
     /** The revision of the last full read taken into the copy: watch events up to it are already there. */
     private long readAt;
+
     private Watch.Watcher watcher;
     private boolean closed;
 

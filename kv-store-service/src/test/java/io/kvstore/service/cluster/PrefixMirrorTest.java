@@ -58,15 +58,20 @@ class PrefixMirrorTest {
                     5000)) {
                 mirror.resync(); // reads the empty prefix and starts the watch
                 // fifty puts in one transaction share one revision, as cluster pins are written
-                long written = txn(client, IntStream.range(0, 50)
-                        .<Op>mapToObj(i -> Op.put(PrefixMirror.bytes("/m1/k" + i), PrefixMirror.bytes("1"), PutOption.DEFAULT))
-                        .toList());
+                long written = txn(
+                        client,
+                        IntStream.range(0, 50)
+                                .<Op>mapToObj(i -> Op.put(
+                                        PrefixMirror.bytes("/m1/k" + i), PrefixMirror.bytes("1"), PutOption.DEFAULT))
+                                .toList());
                 await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= written);
                 assertThat(seen.get().keys()).isEqualTo(keys(0, 50));
                 // and thirty deletes in one, as an unpin removes them
-                long deleted = txn(client, IntStream.range(0, 30)
-                        .<Op>mapToObj(i -> Op.delete(PrefixMirror.bytes("/m1/k" + i), DeleteOption.DEFAULT))
-                        .toList());
+                long deleted = txn(
+                        client,
+                        IntStream.range(0, 30)
+                                .<Op>mapToObj(i -> Op.delete(PrefixMirror.bytes("/m1/k" + i), DeleteOption.DEFAULT))
+                                .toList());
                 await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= deleted);
                 assertThat(seen.get().keys()).isEqualTo(keys(30, 50));
             }
