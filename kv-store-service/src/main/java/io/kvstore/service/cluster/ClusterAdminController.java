@@ -58,7 +58,14 @@ public class ClusterAdminController {
             String name = tier.trim().toUpperCase(java.util.Locale.ROOT);
             changed.put(name, result.get(name));
         }
-        settings.publishPolicy(changed);
+        try {
+            settings.publishPolicy(changed);
+        } catch (Exception e) {
+            throw new PeerException(
+                    503,
+                    "etcd cannot be written (" + e + "): the policy is applied on this node only; set it again",
+                    null);
+        }
         return result;
     }
 
@@ -123,7 +130,7 @@ public class ClusterAdminController {
     private int onEveryOtherNode(Caller caller, AdminController.PinRequest request, boolean pin, long revision) {
         int total = 0;
         for (Member m : membership.current().members()) {
-            if (!m.equals(peers.self())) {
+            if (!m.name().equals(peers.self().name())) {
                 try {
                     total += peers.of(m).pin(caller, request, pin, revision);
                 } catch (java.io.IOException e) {
@@ -161,7 +168,7 @@ public class ClusterAdminController {
         MemberSet set = membership.current();
         List<MemberView> members = new ArrayList<>();
         for (Member m : set.members()) {
-            boolean self = m.equals(peers.self());
+            boolean self = m.name().equals(peers.self().name());
             try {
                 members.add(new MemberView(
                         m.name(), m.address(), self, peers.of(m).tiers(caller).tiers(), null));

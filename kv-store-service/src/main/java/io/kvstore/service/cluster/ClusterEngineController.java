@@ -108,9 +108,16 @@ public class ClusterEngineController {
         var outcome = blocks.declare(ns, spec, caller.tenant());
         // other nodes learn the owner with the declaration
         declaration = NamespaceDeclaration.of(spec, caller.tenant());
-        settings.publishNamespace(ns, declaration);
+        try {
+            settings.publishNamespace(ns, declaration);
+        } catch (Exception e) {
+            throw new PeerException(
+                    503,
+                    "etcd cannot be written (" + e + "): the namespace is declared on this node only; declare it again",
+                    null);
+        }
         for (Member m : membership.current().members()) {
-            if (!m.equals(peers.self())) {
+            if (!m.name().equals(peers.self().name())) {
                 try {
                     peers.of(m).declare(caller, ns, declaration);
                 } catch (PeerException e) {
@@ -134,7 +141,15 @@ public class ClusterEngineController {
         guard.requireWrite(caller, ns);
         namespaces.require(ns);
         int deleted = router.deleteNamespace(caller, ns);
-        settings.withdrawNamespace(ns);
+        try {
+            settings.withdrawNamespace(ns);
+        } catch (Exception e) {
+            throw new PeerException(
+                    503,
+                    "etcd cannot be written (" + e
+                            + "): the namespace is deleted on the live nodes but still declared in etcd; delete it again",
+                    null);
+        }
         return new EngineResponses.NamespaceDeleted(ns, deleted);
     }
 
@@ -203,7 +218,12 @@ public class ClusterEngineController {
                                     .getFirst());
         }
         var targets = router.writeTargets(caller, ns, hs, ps);
-        if (!targets.keySet().equals(java.util.Set.of(peers.self()))) {
+        if (targets.size() != 1
+                || !targets.keySet()
+                        .iterator()
+                        .next()
+                        .name()
+                        .equals(peers.self().name())) {
             throw new NotPlacedHereException(ns, peers.self(), targets, hs, router.replicas(ns));
         }
     }

@@ -15,8 +15,10 @@ import java.util.Set;
  * ({@code <prefix>settings/pins/<ns>/<hash>}, see {@link ClusterSettings}) and each node pins the block
  * while it holds it: when the pin is set, when its settings mirror sees the pin (a node that joins later
  * reads every pin when it starts), and at each membership renewal for blocks that arrived since (stored
- * there, or stored to it as a run's new owner after a join). A node pins a block once for the cluster
- * however often the block is pinned, so pins read again from etcd never stack up.
+ * there, or stored to it as a run's new owner after a join). Each renewal applies etcd's pins as last seen
+ * again, so an unpin this node was told of but whose delete never reached etcd does not leave the block
+ * unpinned everywhere while etcd still pins it. A node pins a block once for the cluster however often the
+ * block is pinned, so pins read again from etcd never stack up.
  */
 public final class ClusterPins {
 
@@ -25,6 +27,10 @@ public final class ClusterPins {
     private final Set<BlockKey> pinnedHere = new HashSet<>();
     /** Pins added directly ({@link #add}), by the etcd revision that wrote them, until a snapshot reaches it. */
     private final Map<BlockKey, Long> addedAt = new HashMap<>();
+    /** The last snapshot of etcd's pins ({@link #wanted}) and its revision. */
+    private Set<BlockKey> snapshot = Set.of();
+
+    private long snapshotRevision;
 
     public ClusterPins(TierEngine engine) {
         this.engine = engine;
@@ -37,6 +43,8 @@ public final class ClusterPins {
      * show the pin yet. Unpinning there, even until the next snapshot, left the block free to be evicted.
      */
     synchronized void wanted(Set<BlockKey> keys, long revision) {
+        snapshot = Set.copyOf(keys);
+        snapshotRevision = revision;
         Set<BlockKey> next = new HashSet<>(keys);
         for (Iterator<Map.Entry<BlockKey, Long>> it = addedAt.entrySet().iterator(); it.hasNext(); ) {
             Map.Entry<BlockKey, Long> added = it.next();
@@ -62,8 +70,11 @@ public final class ClusterPins {
      * node now holds pinned.
      */
     synchronized int add(Collection<BlockKey> keys, long revision) {
-        wanted.addAll(keys);
         for (BlockKey key : keys) {
+            if (revision != 0 && revision <= snapshotRevision && !snapshot.contains(key)) {
+                continue; // a snapshot at or past the write that pinned it no longer has it: unpinned since
+            }
+            wanted.add(key);
             addedAt.merge(key, revision, Math::max);
         }
         pinHeld();
@@ -82,6 +93,14 @@ public final class ClusterPins {
             }
         }
         return n;
+    }
+
+    /**
+     * At each renewal: etcd's pins as last seen, so an unpin told here whose etcd delete never happened
+     * (etcd down, the node asked died) is undone, and blocks that arrived since are pinned.
+     */
+    synchronized void renewed() {
+        wanted(snapshot, snapshotRevision);
     }
 
     /** Pins the blocks the cluster pins that this node holds and has not pinned yet. */

@@ -458,6 +458,12 @@ public final class ClusterRouter {
         writeTargets(caller, namespace, hashes, parents)
                 .forEach((m, indices) ->
                         byNode.put(m, indices.stream().map(frames::get).toList()));
+        if (byNode.isEmpty() && !frames.isEmpty()) {
+            throw new PeerException(
+                    503,
+                    "this node knows no cluster member yet (no member set read from etcd): nothing was stored",
+                    null);
+        }
         Map<Member, Future<EngineResponses.Stored>> calls = new LinkedHashMap<>();
         for (var e : byNode.entrySet()) {
             byte[] batch = framed(e.getValue());

@@ -67,7 +67,7 @@ public final class ClusterSettings implements AutoCloseable {
     public void start(Membership membership) throws Exception {
         mirror.resync();
         membership.resyncWithRenewals(mirror);
-        membership.onRenewal(pins::pinHeld);
+        membership.onRenewal(pins::renewed);
     }
 
     /** Withdraws a deleted namespace's declaration and its pins, so no node declares it again. */

@@ -47,12 +47,16 @@ public final class Membership implements AutoCloseable {
     private final List<Runnable> afterRenewal = new CopyOnWriteArrayList<>();
     private volatile MemberSet current = MemberSet.EMPTY;
     private volatile long leaseId;
+    /** This node's entry as last written: {@link #self} with the time of its latest (re)registration. */
+    private volatile Member entry;
+
     private volatile boolean etcdReachable = true;
     private volatile boolean closed;
 
     public Membership(Client etcd, ClusterProperties properties, Member self, JsonMapper json, Clock clock) {
         this.etcd = etcd;
         this.self = self;
+        this.entry = self;
         this.key = properties.keyPrefix() + "members/" + self.name();
         this.ttlSeconds = properties.ttl().toSeconds();
         this.grace = properties.handoffGrace();
@@ -95,6 +99,10 @@ public final class Membership implements AutoCloseable {
     }
 
     private void register() throws Exception {
+        register(entry);
+    }
+
+    private void register(Member as) throws Exception {
         long lease = etcd.getLeaseClient()
                 .grant(ttlSeconds)
                 .get(timeoutMillis, TimeUnit.MILLISECONDS)
@@ -102,10 +110,11 @@ public final class Membership implements AutoCloseable {
         etcd.getKVClient()
                 .put(
                         PrefixMirror.bytes(key),
-                        PrefixMirror.bytes(json.writeValueAsString(self)),
+                        PrefixMirror.bytes(json.writeValueAsString(as)),
                         PutOption.builder().withLeaseId(lease).build())
                 .get(timeoutMillis, TimeUnit.MILLISECONDS);
         leaseId = lease;
+        entry = as;
     }
 
     /** Renews the lease (registering again if etcd forgot it) and checks the mirror against etcd. */
@@ -121,7 +130,9 @@ public final class Membership implements AutoCloseable {
                 ttl = 0; // "requested lease not found": etcd let it expire
             }
             if (ttl <= 0) {
-                register();
+                // etcd forgot this node: the others dropped it and gave its runs to others, so it comes back as a
+                // join (a new joinedAt): for the hand-off grace, lookups also ask where its runs were meanwhile
+                register(new Member(self.name(), self.address(), clock.millis()));
                 log.info("cluster: node {} registered again (its lease had expired in etcd)", self.name());
             }
             mirror.resync();

@@ -39,7 +39,7 @@ final class NotPlacedHereException extends RuntimeException {
         }
         StringBuilder where = new StringBuilder();
         for (Member m : targets.keySet()) {
-            if (!m.equals(self)) {
+            if (!m.name().equals(self.name())) {
                 where.append(where.isEmpty() ? "" : ", ")
                         .append(m.name())
                         .append(" (")

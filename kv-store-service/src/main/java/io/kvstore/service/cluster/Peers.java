@@ -17,7 +17,11 @@ public final class Peers {
     private final String token;
     private final String adminToken;
     private final PeerCredentials credentials;
-    private final ConcurrentMap<Member, RemotePeer> remote = new ConcurrentHashMap<>();
+    /**
+     * By name and address, not by the whole member: a node that registers again after its lease expired comes
+     * back with a new join time, and is the same peer.
+     */
+    private final ConcurrentMap<String, RemotePeer> remote = new ConcurrentHashMap<>();
 
     public Peers(
             LocalPeer self,
@@ -43,7 +47,8 @@ public final class Peers {
             return self;
         }
         return remote.computeIfAbsent(
-                member, m -> new RemotePeer(m, self.member(), http, json, timeout, token, adminToken, credentials));
+                member.name() + " " + member.address(),
+                k -> new RemotePeer(member, self.member(), http, json, timeout, token, adminToken, credentials));
     }
 
     public Member self() {

@@ -93,4 +93,19 @@ class ClusterPinsTest {
         assertThat(pins.pinnedHere()).isZero();
         assertThat(engine.delete(held)).isTrue();
     }
+    /**
+     * A pin through one node (etcd revision 10), an unpin through another (deleted at 12): this node's watch
+     * delivers both before the first node's forwarded pin, which tells the nodes one after another, arrives.
+     * That late forward must not pin the block again: etcd has held no pin since revision 12, and no later
+     * snapshot would come to undo it (the block would refuse deletion and never be evicted).
+     */
+    @Test
+    void aForwardedPinOlderThanTheLastSnapshotDoesNotOutliveItsUnpin() {
+        pins.wanted(Set.of(held), 10); // the watch: the pin, written at 10
+        pins.remove(List.of(held)); // the forwarded unpin
+        pins.wanted(Set.of(), 12); // the watch: the pin deleted at 12
+        assertThat(pins.add(List.of(held), 10)).isZero(); // the forwarded pin of revision 10, late
+        pins.pinHeld(); // a renewal
+        assertThat(pins.pinnedHere()).isZero();
+    }
 }

@@ -9,6 +9,7 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -36,9 +37,13 @@ class MembershipTest {
     }
 
     static ClusterProperties properties(String prefix, String name) {
+        return properties(etcd.endpoint(), prefix, name);
+    }
+
+    static ClusterProperties properties(String endpoint, String prefix, String name) {
         return new ClusterProperties(
                 true,
-                List.of(etcd.endpoint()),
+                List.of(endpoint),
                 name,
                 "http://127.0.0.1:1/" + name,
                 prefix,
@@ -53,11 +58,19 @@ class MembershipTest {
     }
 
     static Membership join(Client client, String prefix, String name) throws Exception {
-        var p = properties(prefix, name);
+        return join(client, prefix, name, System.currentTimeMillis());
+    }
+
+    static Membership join(Client client, String prefix, String name, long joinedAt) throws Exception {
+        return join(client, properties(prefix, name), joinedAt);
+    }
+
+    static Membership join(Client client, ClusterProperties p, long joinedAt) throws Exception {
+        String name = p.nodeName();
         var m = new Membership(
                 client,
                 p,
-                new Member(name, p.advertisedAddress(), System.currentTimeMillis()),
+                new Member(name, p.advertisedAddress(), joinedAt),
                 JsonMapper.builder().build(),
                 Clock.systemUTC());
         m.start();
@@ -129,6 +142,42 @@ class MembershipTest {
             }
             a.close();
             b.close();
+        }
+    }
+
+    /**
+     * A node whose lease expired while it lived (a pause or a partition longer than the TTL) left the set, and
+     * its runs were stored on other nodes meanwhile. When it registers again, that is a join: for the hand-off
+     * grace lookups also ask the set without it, where those blocks are, so its return turns no hit into a miss.
+     */
+    @Test
+    void aNodeRegisteringAgainAfterItsLeaseExpiredIsAJoinForTheHandOffGrace() throws Exception {
+        long longAgo = System.currentTimeMillis() - 120_000; // both joined before the 30 s grace
+        try (Client ca = EtcdClients.connect(List.of(etcd.endpoint()));
+                Client cb = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            Membership a = join(ca, "/t4/", "a", longAgo);
+            Membership b = join(cb, "/t4/", "b", longAgo + 1);
+            try {
+                await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
+                assertThat(a.recent()).hasSize(1);
+                // etcd forgets b's lease, as when b did not renew within the TTL
+                long lease = ca.getKVClient()
+                        .get(PrefixMirror.bytes("/t4/members/b"))
+                        .get(5, TimeUnit.SECONDS)
+                        .getKvs()
+                        .getFirst()
+                        .getLease();
+                ca.getLeaseClient().revoke(lease).get(5, TimeUnit.SECONDS);
+                await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a")));
+                await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
+                assertThat(a.recent())
+                        .extracting(
+                                set -> set.members().stream().map(Member::name).toList())
+                        .containsExactly(List.of("a", "b"), List.of("a"));
+            } finally {
+                a.close();
+                b.close();
+            }
         }
     }
 }

@@ -1,0 +1,97 @@
+package io.kvstore.service.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import io.etcd.jetcd.Client;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.engine.EngineEvents;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.engine.TierSettings;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.databind.json.JsonMapper;
+
+/** The cluster's settings as one node follows them, against a real etcd and a real engine. */
+class ClusterSettingsTest {
+
+    private static final int BLOCK = 4096;
+
+    @TempDir
+    static Path dir;
+
+    static EtcdServer etcd;
+
+    @BeforeAll
+    static void startEtcd() throws Exception {
+        etcd = new EtcdServer(dir).start();
+    }
+
+    @AfterAll
+    static void stopEtcd() throws Exception {
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    /**
+     * An unpin tells the nodes first and then deletes the pins in etcd. When that delete never happens (etcd
+     * could not be written: the caller got 503; or the node asked died in between), the pin is still in etcd,
+     * and the nodes pin the block again at their next renewal rather than leaving it free to be evicted.
+     */
+    @Test
+    void aPinStillInEtcdAfterAnUnpinThatNeverReachedItIsPinnedAgain() throws Exception {
+        try (Arena arena = Arena.ofShared();
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            TierEngine engine = new TierEngine(
+                    List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 64L * BLOCK, BLOCK)),
+                    Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.95, 0.9, false)),
+                    Duration.ofSeconds(30),
+                    EngineEvents.NONE,
+                    Clock.systemUTC());
+            BlockKey held = new BlockKey("ns", BlockHash.ofLong(7));
+            engine.put(held, null, arena.allocate(BLOCK));
+            ClusterPins pins = new ClusterPins(engine);
+            ClusterProperties properties = MembershipTest.properties(etcd.endpoint(), "/s1/", "a");
+            ClusterSettings settings =
+                    new ClusterSettings(client, properties, JsonMapper.builder().build(), null, null, null, pins);
+            Membership membership = MembershipTest.join(client, properties, System.currentTimeMillis());
+            try {
+                settings.publishPins(List.of(held), true);
+                settings.start(membership);
+                await().atMost(Duration.ofSeconds(10)).until(() -> pins.pinnedHere() == 1);
+                assertThat(pins.remove(List.of(held))).isOne(); // the unpin, told to this node ...
+                // ... whose delete never reached etcd
+                assertThat(client.getKVClient()
+                                .get(PrefixMirror.bytes(
+                                        "/s1/settings/pins/ns/" + held.hash().hex()))
+                                .get(5, TimeUnit.SECONDS)
+                                .getCount())
+                        .isOne();
+                // renewals come once a third of the 3 s TTL
+                await().atMost(Duration.ofSeconds(10)).until(() -> pins.pinnedHere() == 1);
+                assertThat(engine.unpin(List.of(held)))
+                        .as("pinned in the engine")
+                        .isOne();
+            } finally {
+                settings.close();
+                membership.close();
+                engine.close();
+            }
+        }
+    }
+}
