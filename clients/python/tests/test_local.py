@@ -6,6 +6,7 @@ from __future__ import annotations
 import grp
 import os
 import stat
+import time
 
 import numpy as np
 import pytest
@@ -283,7 +284,7 @@ def test_a_commit_refused_after_store_async_returned_surfaces_from_its_future(cl
     hashes, data, blocks = prompt(4, SMALL.block_bytes, seed=23)
     real = local._ctl.commit
 
-    def refusing(ns, reservation_id):  # as a service shutting down answers a commit
+    def refusing(ns, reservation_id, crc32c=None):  # as a service shutting down answers a commit
         raise kvstore.ServiceUnavailable(503, {"title": "Service Unavailable", "detail": "shutting down"})
 
     monkeypatch.setattr(local._ctl, "commit", refusing)
@@ -438,3 +439,67 @@ def test_large_calls_share_their_blocks_between_the_caller_and_one_helper_thread
     with pytest.raises(ValueError, match="block 2"):
         shm._share(40, shm._SHARE_BYTES, failing)
     assert len(taken) < 10  # after a failure neither thread takes another block
+
+
+def test_a_load_of_blocks_partly_in_dram_and_partly_on_nvme_loads_every_block(service, client, local, ns):
+    """The leading blocks are copied out of the mapped tier and the rest fetched over HTTP in one call."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    on_nvme, nvme_data, nvme_blocks = prompt(4, SMALL.block_bytes, seed=41)
+    local.store(ns, nvme_blocks)
+    service.admin("POST", "/admin/evict", {"tier": "DRAM", "namespace": ns})
+    in_dram, dram_data, dram_blocks = prompt(4, SMALL.block_bytes, seed=42)
+    local.store(ns, dram_blocks)
+    assert client.lookup(ns, block_hashes=in_dram).tiers == ["DRAM"] * 4
+    hashes = in_dram + on_nvme
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    assert local.load(ns, hashes, out) == 8
+    for want, have in zip(dram_data + nvme_data, out):
+        assert np.array_equal(want, have)
+
+
+def test_the_http_path_does_not_count_a_block_that_failed_its_check_as_loaded(client, local, ns):
+    """kvstore sends a block that fails its CRC32C mid-answer as a missing frame: the HTTP data path's load
+    counts only the blocks before it, so an adapter never uses that block's untouched buffer as KV data."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=43)
+    local.store(ns, blocks)
+    r = local._ctl.lease(ns, [hashes[1]])
+    off = r["locations"][0]["offset"]
+    local._ctl.release(r["leaseId"])
+    local.mem[off : off + 64] ^= 0xFF  # block 1 damaged in place
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    assert HttpDataPath(client).load(ns, hashes, out) == 1
+    assert np.array_equal(out[0], data[0])
+
+
+def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, local, ns):
+    """Client A's reservation expires while it stalls; its slot goes to client B's block Y. A's late copy of
+    block X lands after B's copy and before B's commit: the commit carries the CRC32C of B's own bytes, so Y
+    is refused instead of being served with X's bytes under a checksum that matches them."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=44)
+    y_hashes, y_data, y_blocks = prompt(1, SMALL.block_bytes, seed=45)
+    a = local._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # client A: 1 s to commit
+    a_off = a["slots"][0]["offset"]
+    time.sleep(3)  # A stalls: its reservation expires and its slot returns to the pool
+    real_commit, real_reserve = local._ctl.commit, local._ctl.reserve
+    offsets = []
+
+    def reserve(*args, **kwargs):
+        r = real_reserve(*args, **kwargs)
+        offsets.extend(s["offset"] for s in r["slots"])
+        return r
+
+    def late_write_then_commit(*args, **kwargs):  # B has copied Y in; A's copy lands now
+        local.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]
+        return real_commit(*args, **kwargs)
+
+    local._ctl.commit, local._ctl.reserve = late_write_then_commit, reserve
+    try:
+        result = local.store(ns, y_blocks)
+    finally:
+        local._ctl.commit, local._ctl.reserve = real_commit, real_reserve
+    assert offsets == [a_off], "the freed slot was handed out again (the allocator reuses it first)"
+    assert [h for h, _ in result.failed] == [y_hashes[0]]
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8)]
+    assert local.load(ns, y_hashes, out) == 0

@@ -39,10 +39,11 @@ class HttpControl:
             body["timeoutSeconds"] = int(timeout_seconds)
         return self.client.request_json("POST", f"/v1/local/namespaces/{_q(ns)}/blocks:reserve", body)
 
-    def commit(self, ns: str, reservation_id: str) -> dict:
-        return self.client.request_json(
-            "POST", f"/v1/local/namespaces/{_q(ns)}/blocks:commit", {"reservationId": reservation_id}
-        )
+    def commit(self, ns: str, reservation_id: str, crc32c: Optional[dict] = None) -> dict:
+        body: dict = {"reservationId": reservation_id}
+        if crc32c:
+            body["crc32c"] = crc32c
+        return self.client.request_json("POST", f"/v1/local/namespaces/{_q(ns)}/blocks:commit", body)
 
     def cancel(self, reservation_id: str) -> None:
         self.client.cancel(reservation_id)
@@ -218,8 +219,12 @@ class SocketControl:
             slots.append({"hash": h, "offset": r.i64(), "length": r.u32()})
         return {"regionId": region, "reservationId": rid, "slots": slots, "alreadyStored": r.hashes()}
 
-    def commit(self, ns: str, reservation_id: str) -> dict:
-        r = self._call(_COMMIT, _str(ns) + _str(reservation_id) + struct.pack("<I", 0), ns)
+    def commit(self, ns: str, reservation_id: str, crc32c: Optional[dict] = None) -> dict:
+        sums = list((crc32c or {}).items())
+        body = [_str(ns), _str(reservation_id), struct.pack("<I", len(sums))]
+        for h, crc in sums:
+            body.append(_hash(bytes.fromhex(h)) + struct.pack("<I", crc))
+        r = self._call(_COMMIT, b"".join(body), ns)
         committed, already = r.hashes(), r.hashes()
         failed = []
         for _ in range(r.u32()):

@@ -303,7 +303,16 @@ class LocalDataPath:
                         src = by_hash[slot["hash"]]
                         _size_check(src, length, "block has {have} bytes; the namespace's blocks have {want}")
                         copies.append((mem[off : off + length], src))
-                    _share(len(copies), sum(c[0].nbytes for c in copies), lambda i: copy_in(*copies[i]))
+                    sums = [0] * len(copies)
+
+                    def copy_and_sum(i: int) -> None:
+                        # the CRC32C of the source, not of the slot: bytes a late writer of an expired
+                        # reservation lands in the slot before kvstore's commit pass then fail the block
+                        copy_in(*copies[i])
+                        sums[i] = _crc_of(copies[i][1])
+
+                    _share(len(copies), sum(c[0].nbytes for c in copies), copy_and_sum)
+                    r = dict(r, crc32c={slot["hash"]: crc for slot, crc in zip(r["slots"], sums)})
                 except BaseException:
                     closing.append(self._control.submit(self._cancel, r["reservationId"]))
                     raise
@@ -334,7 +343,7 @@ class LocalDataPath:
             self._cancel(r["reservationId"])
             return [], [bytes.fromhex(h) for h in r["alreadyStored"]], []
         try:
-            c = self._ctl.commit(ns, r["reservationId"])
+            c = self._ctl.commit(ns, r["reservationId"], r.get("crc32c"))
         except BaseException:
             self._cancel(r["reservationId"])
             raise
@@ -407,11 +416,11 @@ class LocalDataPath:
                     if k < len(locations):  # the rest of this lease lies outside the mapped tier: over HTTP
                         remote = [step[x] for x in range(k, len(locations))]
                         try:
-                            got = self.client.fetch(namespace, [hashes[i] for i in remote], out=[out[i] for i in remote])
+                            fetched = self.client.fetch(namespace, [hashes[i] for i in remote], out=[out[i] for i in remote])
                         except NotFound:
-                            got = []
+                            fetched = []
                         expected.append(None)
-                        while http_ok < len(got) and got[http_ok] is not None:
+                        while http_ok < len(fetched) and fetched[http_ok] is not None:
                             http_ok += 1
                         break
                 finally:
@@ -494,8 +503,11 @@ class HttpDataPath:
             if n == 0:
                 return 0
             try:
-                self.client.fetch(namespace, list(hashes[:n]), out=list(out[:n]))
-                return n
+                got = self.client.fetch(namespace, list(hashes[:n]), out=list(out[:n]))
+                k = 0
+                while k < n and got[k] is not None:  # None: a missing frame, its buffer untouched
+                    k += 1
+                return k
             except NotFound:
                 continue  # evicted between lookup and fetch: look again
         return 0

@@ -278,6 +278,11 @@ public final class CatalogEntry {
         return had;
     }
 
+    /** Drops every tier unless the block is pinned or leased (null then), as one step with those checks. */
+    public synchronized @Nullable Set<TierId> dropAllUnlessHeld() {
+        return pins > 0 || leases > 0 ? null : dropAll();
+    }
+
     /** Drops every tier; the entry is dead afterwards. Returns the tiers it was in. */
     public synchronized Set<TierId> dropAll() {
         Set<TierId> had = tiers();

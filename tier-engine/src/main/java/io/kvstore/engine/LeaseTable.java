@@ -25,6 +25,8 @@ final class LeaseTable {
     private final Clock clock;
     private final Duration defaultTimeout;
     private final Map<String, Lease> leases = new ConcurrentHashMap<>();
+    /** The entries each lease counted itself on: a later entry of the same key is not this lease's. */
+    private final Map<String, List<CatalogEntry>> held = new ConcurrentHashMap<>();
 
     LeaseTable(Catalog catalog, Clock clock, Duration defaultTimeout) {
         this.catalog = catalog;
@@ -60,16 +62,21 @@ final class LeaseTable {
      * until released or until {@code timeout} (the default when null) passes.
      */
     Lease lease(List<BlockKey> keys, @Nullable Duration timeout) {
-        List<BlockKey> held = new ArrayList<>(keys.size());
+        List<BlockKey> heldKeys = new ArrayList<>(keys.size());
+        List<CatalogEntry> entries = new ArrayList<>(keys.size());
         for (BlockKey key : keys) {
             CatalogEntry entry = catalog.get(key);
             if (entry == null || !entry.lease()) {
                 break;
             }
-            held.add(key);
+            heldKeys.add(key);
+            entries.add(entry);
         }
         Lease lease = new Lease(
-                UUID.randomUUID().toString(), held, clock.instant().plus(timeout == null ? defaultTimeout : timeout));
+                UUID.randomUUID().toString(),
+                heldKeys,
+                clock.instant().plus(timeout == null ? defaultTimeout : timeout));
+        held.put(lease.id(), entries);
         leases.put(lease.id(), lease);
         return lease;
     }
@@ -80,9 +87,9 @@ final class LeaseTable {
         if (lease == null) {
             return false;
         }
-        for (BlockKey key : lease.blocks()) {
-            CatalogEntry entry = catalog.get(key);
-            if (entry != null) {
+        List<CatalogEntry> entries = held.remove(leaseId);
+        if (entries != null) {
+            for (CatalogEntry entry : entries) {
                 entry.release();
             }
         }

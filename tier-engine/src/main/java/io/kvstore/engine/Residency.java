@@ -275,12 +275,12 @@ final class Residency {
         if (entry == null) {
             return false;
         }
-        if (entry.pins() > 0 || entry.leases() > 0) {
-            throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
-        }
         Set<TierId> had;
         synchronized (entry) { // ordered with the change, as in #publish
-            had = entry.dropAll();
+            had = entry.dropAllUnlessHeld(); // checked with the drop: a lease taken meanwhile keeps the block
+            if (had == null) {
+                throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
+            }
             for (TierId t : had) {
                 events.copyRemoved(t, key, entry.length());
             }
@@ -298,11 +298,14 @@ final class Residency {
     int deleteNamespace(String namespace) {
         int removed = 0;
         for (CatalogEntry entry : catalog.entries()) {
-            if (entry.key().namespace().equals(namespace)
-                    && entry.pins() == 0
-                    && entry.leases() == 0
-                    && delete(entry.key())) {
-                removed++;
+            if (entry.key().namespace().equals(namespace) && entry.pins() == 0 && entry.leases() == 0) {
+                try {
+                    if (delete(entry.key())) {
+                        removed++;
+                    }
+                } catch (BlockHeldException leasedMeanwhile) {
+                    // kept, as a block leased before the scan is
+                }
             }
         }
         return removed;

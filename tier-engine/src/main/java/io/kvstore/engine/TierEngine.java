@@ -391,8 +391,10 @@ public final class TierEngine implements AutoCloseable {
      * Sets aside slots in memory tier {@code target} for blocks a peer will WRITE in place, evicting by
      * policy to make room. Blocks already resident get no slot. Nothing is visible until {@link #commit};
      * slots not committed by the reservation's expiry return to the pool. A peer that writes after its
-     * reservation expired can only damage a slot whose next block then fails its checksum and is dropped,
-     * never served.
+     * reservation expired can damage a slot given to another block since: bytes landing after that block's
+     * commit fail its checksum on the next read (dropped, never served); bytes landing between its writer's
+     * copy and its commit are caught only when that writer commits with the CRC32Cs of its own bytes, which
+     * every writer kvstore ships does.
      *
      * @throws TierFullException when the tier cannot make room for every block (nothing stays reserved)
      */

@@ -212,6 +212,28 @@ class TierEngineTest {
     }
 
     @Test
+    void aLeaseReleasedAfterItsCopyWasDroppedDoesNotReleaseALeaseOnTheBlockStoredAgain() throws Exception {
+        engine(0, 16, Map.of());
+        BlockKey x = TestBlocks.key("m", 1);
+        MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
+        engine.put(x, null, bytes);
+        Lease first = engine.lease(List.of(x), null); // a client copying X out
+        // X is damaged in place and a read drops that copy, lease or not
+        MemoryTier dram = (MemoryTier) engine.tier(TierId.DRAM);
+        long at = dram.offsetOf(x);
+        dram.region().set(ValueLayout.JAVA_BYTE, at, (byte) ~dram.region().get(ValueLayout.JAVA_BYTE, at));
+        assertThatThrownBy(() -> engine.get(x, arena.allocate(BLOCK)))
+                .isInstanceOf(io.kvstore.tier.ChecksumMismatchException.class);
+        engine.put(x, null, bytes); // stored again
+        Lease second = engine.lease(List.of(x), null); // another client copies the new copy out
+        engine.release(first.id());
+        assertThat(engine.info(x).leases()).as("the second lease still holds X").isEqualTo(1);
+        assertThatThrownBy(() -> engine.delete(x)).isInstanceOf(BlockHeldException.class);
+        assertThat(engine.release(second.id())).isTrue();
+        assertThat(engine.delete(x)).isTrue();
+    }
+
+    @Test
     void corruptCopyIsDroppedAndTheSlowerCopyServed() throws Exception {
         engine(4, 16, Map.of());
         List<BlockKey> keys = storeChain("m", 1, 8);
