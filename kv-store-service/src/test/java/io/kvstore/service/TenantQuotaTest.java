@@ -50,11 +50,16 @@ import tools.jackson.databind.json.JsonMapper;
             "kvstore.tokens[3].token=delta-token-0123456789",
             "kvstore.tokens[3].write=d-*",
             "kvstore.tokens[3].one-sided=true",
+            "kvstore.tokens[4].tenant=epsilon",
+            "kvstore.tokens[4].token=epsilon-token-0123456789",
+            "kvstore.tokens[4].write=e-*",
+            "kvstore.tokens[4].one-sided=true",
             // 16 blocks of 16 KiB in DRAM, 32 on NVMe; 8 blocks reserved at once
             "kvstore.tenants.alpha.dram=256KB",
             "kvstore.tenants.alpha.nvme=512KB",
             "kvstore.tenants.delta.reserved=128KB",
-            "kvstore.tenants.gamma.dram=320KB"
+            "kvstore.tenants.gamma.dram=320KB",
+            "kvstore.tenants.epsilon.dram=160KB"
         })
 class TenantQuotaTest {
 
@@ -64,6 +69,7 @@ class TenantQuotaTest {
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
     static final String[] GAMMA = {"Authorization", "Bearer gamma-token-0123456789"};
     static final String[] DELTA = {"Authorization", "Bearer delta-token-0123456789"};
+    static final String[] EPSILON = {"Authorization", "Bearer epsilon-token-0123456789"};
     static final String[] ADMIN = {"Authorization", "Bearer admin-secret-0123456789"};
     static final long BLOCK = TestLayout.BLOCK_BYTES;
 
@@ -255,5 +261,33 @@ class TenantQuotaTest {
         assertThat(http().json("POST", "/v1/local/namespaces/d-local/blocks:reserve", eight, DELTA)
                         .statusCode())
                 .isEqualTo(200);
+    }
+
+    @Test
+    void concurrentLocalPathReservationsNeverPassTheTiersQuotaTogether() throws Exception {
+        declare("e-local", EPSILON);
+        int quotaBlocks = 10; // 160 KiB of DRAM, counting open reservations
+        List<Future<HttpResponse<String>>> answers = new ArrayList<>();
+        try (ExecutorService pool = Executors.newFixedThreadPool(8)) {
+            for (int i = 0; i < 40; i++) {
+                String body = "{\"blocks\":[{\"hash\":\"" + hashOf(8000 + i) + "\"}]}";
+                answers.add(pool.submit(
+                        () -> http().json("POST", "/v1/local/namespaces/e-local/blocks:reserve", body, EPSILON)));
+            }
+        }
+        List<String> held = new ArrayList<>();
+        for (Future<HttpResponse<String>> f : answers) {
+            HttpResponse<String> r = f.get();
+            assertThat(r.statusCode()).as(r.body()).isIn(200, 507);
+            if (r.statusCode() == 200) {
+                held.add(TenantApiTest.field(r.body(), "reservationId"));
+            }
+        }
+        assertThat(held).hasSize(quotaBlocks);
+        for (String id : held) {
+            assertThat(http().send("DELETE", "/v1/reservations/" + id, null, null, EPSILON)
+                            .statusCode())
+                    .isEqualTo(204);
+        }
     }
 }

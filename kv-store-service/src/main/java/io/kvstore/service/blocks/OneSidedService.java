@@ -107,9 +107,13 @@ public class OneSidedService {
         }
         long asked = (long) wanted.size() * spec.blockBytes();
         // the tenant's quota in the tier the slots are in, counting its open reservations (507), then
-        // its reserved quota (429)
-        usage.require(ns, tier, asked, ledger.reservedBy(caller.tenant()));
-        String admitted = ledger.admit(caller.tenant(), ns, asked, Instant.now().plus(timeout));
+        // its reserved quota (429), both under the tenant's admission lock
+        String admitted = ledger.admit(
+                caller.tenant(),
+                ns,
+                asked,
+                Instant.now().plus(timeout),
+                pending -> usage.require(ns, tier, asked, pending));
         Reservation r;
         try {
             r = engine.reserve(wanted, tier, timeout);

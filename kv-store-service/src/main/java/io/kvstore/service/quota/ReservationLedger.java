@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.LongConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -65,15 +66,17 @@ public final class ReservationLedger {
     }
 
     /**
-     * Admits a reservation of {@code bytes} for the tenant when it fits its share, holding the bytes under a
-     * provisional key until {@link #confirm} (or {@link #done} when the reservation failed), so two
-     * concurrent reservations cannot both pass the check.
+     * Admits a reservation of {@code bytes} for the tenant when it fits its share and {@code quota} accepts
+     * it, holding the bytes under a provisional key until {@link #confirm} (or {@link #done} when the
+     * reservation failed), so two concurrent reservations cannot both pass either check. {@code quota} is
+     * given the bytes the tenant already holds in open reservations and throws to refuse.
      *
      * @throws TooManyRequestsException when the tenant's share would be passed
      */
-    public String admit(String tenant, String namespace, long bytes, Instant expiresAt) {
+    public String admit(String tenant, String namespace, long bytes, Instant expiresAt, LongConsumer quota) {
         synchronized (locks.computeIfAbsent(tenant, t -> new Object())) {
             long already = reservedBy(tenant);
+            quota.accept(already);
             long limit = bytesPerTenant(tenant);
             if (already + bytes > limit) {
                 throw new TooManyRequestsException("tenant '" + tenant + "' holds " + already + " bytes in "
