@@ -127,7 +127,8 @@ public final class ClusterSettings implements AutoCloseable {
                 .get(5, TimeUnit.SECONDS);
     }
 
-    private synchronized void apply(Map<String, byte[]> entries, long revision) {
+    /** Applies the settings as etcd held them at {@code revision} (the mirror's listener; tests call it). */
+    synchronized void apply(Map<String, byte[]> entries, long revision) {
         Set<BlockKey> pinned = new HashSet<>();
         for (var e : entries.entrySet()) {
             String key = e.getKey();
@@ -189,9 +190,18 @@ public final class ClusterSettings implements AutoCloseable {
         pins.wanted(pinned, revision);
     }
 
-    /** A namespace deleted through another node while this one missed the call: deleted here too. */
+    /**
+     * A namespace deleted through another node while this one missed the call: deleted here too, unless etcd
+     * declares it again already. A watch can deliver the withdrawal after the namespace was declared anew
+     * and this node told of it (and stored its new blocks); that snapshot is older than the declaration, and
+     * deleting on its word would lose the new blocks.
+     */
     private void withdrawn(String namespace) {
         try {
+            if (declaredInEtcd(namespace)) {
+                log.info("cluster: namespace '{}' was withdrawn and is declared again: kept", namespace);
+                return;
+            }
             if (namespaces.all().containsKey(namespace)) {
                 int deleted = blocks.deleteNamespace(namespace);
                 log.info(
@@ -204,6 +214,22 @@ public final class ClusterSettings implements AutoCloseable {
                     "cluster: namespace '{}' withdrawn from the cluster settings but not deleted here: {}",
                     namespace,
                     ex.getMessage());
+        }
+    }
+
+    /** Whether etcd declares the namespace now; false when etcd cannot be read (the withdrawal then stands). */
+    private boolean declaredInEtcd(String namespace) {
+        try {
+            return etcd.getKVClient()
+                            .get(PrefixMirror.bytes(prefix + NAMESPACES + namespace))
+                            .get(5, TimeUnit.SECONDS)
+                            .getCount()
+                    > 0;
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            return false;
         }
     }
 

@@ -94,4 +94,46 @@ class ClusterSettingsTest {
             }
         }
     }
+    /**
+     * A namespace deleted through another node and declared again at once: this node was told of the new
+     * declaration and stored blocks in it, and only then does its watch deliver the withdrawal, a snapshot
+     * older than the declaration. The namespace and its new blocks stay, since etcd declares it again.
+     */
+    @Test
+    void aWithdrawalDeliveredAfterTheNamespaceWasDeclaredAgainKeepsItsNewBlocks() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "a", dir, "/s2/");
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 7);
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10))
+                                    .statusCode()
+                            == 200);
+            // the settings as a lagging watch last showed them: the namespace's declaration withdrawn
+            var read = client.getKVClient()
+                    .get(
+                            PrefixMirror.bytes("/s2/settings/"),
+                            io.etcd.jetcd.options.GetOption.builder()
+                                    .isPrefix(true)
+                                    .build())
+                    .get(5, TimeUnit.SECONDS);
+            Map<String, byte[]> withdrawn = new java.util.TreeMap<>();
+            read.getKvs()
+                    .forEach(kv -> withdrawn.put(
+                            kv.getKey()
+                                    .toString(java.nio.charset.StandardCharsets.UTF_8)
+                                    .substring("/s2/settings/".length()),
+                            kv.getValue().getBytes()));
+            assertThat(withdrawn.remove("namespaces/llama")).isNotNull();
+            node.context()
+                    .getBean(ClusterSettings.class)
+                    .apply(withdrawn, read.getHeader().getRevision() - 1);
+
+            var lookup = ClusterNodes.send(
+                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
+            assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
+            assertThat(lookup.body()).contains("\"matchedBlocks\":10");
+        }
+    }
 }
