@@ -14,16 +14,13 @@ import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import tools.jackson.databind.json.JsonMapper;
 
 /** The cluster's settings as one node follows them, against a real etcd and a real engine. */
@@ -31,22 +28,8 @@ class ClusterSettingsTest {
 
     private static final int BLOCK = 4096;
 
-    @TempDir
-    static Path dir;
-
-    static EtcdServer etcd;
-
-    @BeforeAll
-    static void startEtcd() throws Exception {
-        etcd = new EtcdServer(dir).start();
-    }
-
-    @AfterAll
-    static void stopEtcd() throws Exception {
-        if (etcd != null) {
-            etcd.close();
-        }
-    }
+    @RegisterExtension
+    static final EtcdExtension etcd = new EtcdExtension();
 
     /**
      * An unpin tells the nodes first and then deletes the pins in etcd. When that delete never happens (etcd
@@ -101,7 +84,7 @@ class ClusterSettingsTest {
      */
     @Test
     void aWithdrawalDeliveredAfterTheNamespaceWasDeclaredAgainKeepsItsNewBlocks() throws Exception {
-        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "a", dir, "/s2/");
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "a", etcd.dir(), "/s2/");
                 Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
             var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
             assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);

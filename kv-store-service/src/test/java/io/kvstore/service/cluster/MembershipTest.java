@@ -4,37 +4,20 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.etcd.jetcd.Client;
-import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import tools.jackson.databind.json.JsonMapper;
 
 /** Membership against a real etcd: join, watch, a node that stops renewing leaves, etcd restarted. */
 class MembershipTest {
 
-    @TempDir
-    static Path dir;
-
-    static EtcdServer etcd;
-
-    @BeforeAll
-    static void startEtcd() throws Exception {
-        etcd = new EtcdServer(dir).start();
-    }
-
-    @AfterAll
-    static void stopEtcd() throws Exception {
-        if (etcd != null) {
-            etcd.close();
-        }
-    }
+    @RegisterExtension
+    static final EtcdExtension etcd = new EtcdExtension();
 
     static ClusterProperties properties(String prefix, String name) {
         return properties(etcd.endpoint(), prefix, name);

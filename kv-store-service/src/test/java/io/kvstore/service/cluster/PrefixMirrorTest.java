@@ -7,7 +7,6 @@ import io.etcd.jetcd.Client;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.PutOption;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -16,10 +15,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The mirror against a real etcd, kept by its watch alone (no resync after the first): what a listener is
@@ -27,22 +24,8 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class PrefixMirrorTest {
 
-    @TempDir
-    static Path dir;
-
-    static EtcdServer etcd;
-
-    @BeforeAll
-    static void startEtcd() throws Exception {
-        etcd = new EtcdServer(dir).start();
-    }
-
-    @AfterAll
-    static void stopEtcd() throws Exception {
-        if (etcd != null) {
-            etcd.close();
-        }
-    }
+    @RegisterExtension
+    static final EtcdExtension etcd = new EtcdExtension();
 
     private record Seen(Set<String> keys, long revision) {}
 
