@@ -9,6 +9,7 @@ import io.kvstore.engine.TierSettings;
 import io.kvstore.engine.TierStats;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.hashing.ExtraKeys;
+import io.kvstore.hashing.HashInputException;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceRegistry;
@@ -250,8 +251,13 @@ public class AdminController {
         if (request.blockHashes() != null && request.tokenIds() == null) {
             hashes = blocks.parseHashes(spec, request.blockHashes(), "blockHashes");
         } else if (request.tokenIds() != null && request.blockHashes() == null) {
-            hashes = blocks.hashTokens(
-                    spec, request.tokenIds(), new ExtraKeys(request.lora(), request.cacheSalt(), null));
+            ExtraKeys extra;
+            try {
+                extra = new ExtraKeys(request.lora(), request.cacheSalt(), null);
+            } catch (HashInputException e) {
+                throw new InvalidRequestException(e.field(), e.getMessage());
+            }
+            hashes = blocks.hashTokens(spec, request.tokenIds(), extra);
         } else {
             throw new InvalidRequestException("blockHashes", "give exactly one of blockHashes or tokenIds");
         }

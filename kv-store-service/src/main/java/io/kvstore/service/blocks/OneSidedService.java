@@ -136,7 +136,6 @@ public class OneSidedService {
         guard.requireWrite(caller, ns);
         guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);
-        requireHolder(caller, request.reservationId());
         Map<BlockKey, Integer> crcs = new HashMap<>();
         if (request.crc32c() != null) {
             for (var e : request.crc32c().entrySet()) {
@@ -148,6 +147,13 @@ public class OneSidedService {
                 }
                 crcs.put(new BlockKey(ns, hash), (int) (long) e.getValue());
             }
+        }
+        ReservationLedger.Held held = requireHolder(caller, request.reservationId());
+        if (!held.namespace().equals(ns)) {
+            // the reservation's blocks are keyed to its own namespace, which may since have been deleted
+            // and declared again by another tenant: commit only through the namespace it was made in
+            throw new ForbiddenException("reservation " + request.reservationId() + " was made in namespace '"
+                    + held.namespace() + "', not '" + ns + "'");
         }
         long start = System.nanoTime();
         CommitReport report;
@@ -226,12 +232,20 @@ public class OneSidedService {
         return Duration.ofSeconds(timeoutSeconds);
     }
 
-    /** Only the tenant that made a reservation commits or cancels it. */
-    private void requireHolder(Caller caller, String reservationId) {
+    /**
+     * Only the tenant that made a reservation commits or cancels it; one the ledger does not know (never
+     * made, done, or expired though not yet swept from the engine) is 404 for everyone.
+     */
+    private ReservationLedger.Held requireHolder(Caller caller, String reservationId) {
         ReservationLedger.Held held = ledger.get(reservationId);
-        if (held != null && !held.tenant().equals(caller.tenant())) {
+        if (held == null) {
+            throw new NotFoundException("reservation " + reservationId
+                    + " is unknown: never made, already committed or cancelled, or expired");
+        }
+        if (!held.tenant().equals(caller.tenant())) {
             throw new ForbiddenException("reservation " + reservationId + " belongs to another tenant");
         }
+        return held;
     }
 
     private static List<String> hexes(List<BlockKey> keys) {
