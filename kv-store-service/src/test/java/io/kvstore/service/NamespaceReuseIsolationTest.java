@@ -11,7 +11,7 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A namespace name deleted by one tenant and declared by another: what the first tenant still holds under
- * that name (an open reservation) never writes into the second tenant's namespace. Also: a malformed LoRA
+ * that name (an open reservation, an upload still streaming) never writes into the second tenant's namespace. Also: a malformed LoRA
  * name in a pin by token ids is a client error.
  */
 @SpringBootTest(
@@ -100,5 +100,53 @@ class NamespaceReuseIsolationTest {
         assertThat(r.statusCode()).as(r.body()).isEqualTo(400);
         assertThat(r.headers().firstValue("Content-Type"))
                 .hasValueSatisfying(t -> assertThat(t).startsWith("application/problem+json"));
+    }
+
+    /**
+     * alpha streams a batch into its namespace; between two frames it deletes the namespace and beta
+     * declares the same name; the rest of alpha's upload then lands in beta's namespace.
+     */
+    @Test
+    void anUploadInFlightCannotWriteIntoANamespaceRedeclaredByAnotherTenant() throws Exception {
+        var http = new Http(port);
+        String decl = TestLayout.declaration("m");
+        assertThat(http.json("PUT", "/v1/namespaces/a-up", decl, ALPHA).statusCode())
+                .isEqualTo(201);
+        var hashes = TestLayout.hashes(TestLayout.tokens(12, 9100));
+        var blocks = TestLayout.blocks(12, 9100);
+        byte[] first = Http.frames(hashes.subList(0, 11), blocks.subList(0, 11), null);
+        byte[] second = Http.frames(java.util.List.of(hashes.get(11)), java.util.List.of(blocks.get(11)), null);
+        var in = new java.io.PipedInputStream(1 << 20);
+        var out = new java.io.PipedOutputStream(in);
+        var request = java.net.http.HttpRequest.newBuilder(
+                        java.net.URI.create("http://127.0.0.1:" + port + "/v1/namespaces/a-up/blocks"))
+                .header("Content-Type", "application/octet-stream")
+                .header(ALPHA[0], ALPHA[1])
+                .PUT(java.net.http.HttpRequest.BodyPublishers.ofInputStream(() -> in))
+                .build();
+        var response = Http.CLIENT.sendAsync(request, java.net.http.HttpResponse.BodyHandlers.ofString());
+        out.write(first);
+        out.flush();
+        String one =
+                "{\"namespace\":\"a-up\",\"blockHashes\":[\"" + hashes.get(0).hex() + "\"]}";
+        long until = System.nanoTime() + 10_000_000_000L;
+        while (!http.json("POST", "/v1/lookup", one, ALPHA).body().contains("\"matchedBlocks\":1")) {
+            assertThat(System.nanoTime()).as("first frame stored").isLessThan(until);
+            Thread.sleep(20);
+        }
+        var deleted = http.send("DELETE", "/v1/namespaces/a-up", null, null, ALPHA);
+        var declared = http.json("PUT", "/v1/namespaces/a-up", decl, BETA);
+        out.write(second);
+        out.close();
+        var put = response.get(30, java.util.concurrent.TimeUnit.SECONDS);
+        var lookup = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"a-up\",\"blockHashes\":[\"" + hashes.get(11).hex() + "\"]}",
+                BETA);
+        assertThat(lookup.body())
+                .as("delete " + deleted.statusCode() + "; beta declare " + declared.statusCode() + "; alpha put "
+                        + put.statusCode() + " " + put.body() + "; beta lookup " + lookup.body())
+                .contains("\"matchedBlocks\":0");
     }
 }

@@ -203,6 +203,11 @@ public class BlockService {
                 }
                 // no slot is taken before the block's first bytes are here: a trickling body holds none
                 reader.stage(block);
+                if (namespaces.declared(namespace) != spec) {
+                    // deleted (and perhaps declared again, by another tenant) while this upload ran
+                    throw new ConflictException("namespace '" + namespace + "' was deleted or declared again during "
+                            + "the upload; frames before frame " + reader.frame() + " were stored under it");
+                }
                 long start = System.nanoTime();
                 TierId tier;
                 BlockKey key = new BlockKey(namespace, header.hash());

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.type.TypeReference;
@@ -129,6 +130,11 @@ public final class NamespaceRegistry {
             throw new NotFoundException("namespace '" + name + "' is not declared");
         }
         return spec;
+    }
+
+    /** The namespace's spec as declared now, or null when it is not declared. */
+    public @Nullable NamespaceSpec declared(String name) {
+        return specs.get(name);
     }
 
     /** The tenant that declared the namespace, or null (declared before tenants, or not declared). */
