@@ -61,10 +61,7 @@ public class ClusterAdminController {
         try {
             settings.publishPolicy(changed);
         } catch (Exception e) {
-            throw new PeerException(
-                    503,
-                    "etcd cannot be written (" + e + "): the policy is applied on this node only; set it again",
-                    null);
+            throw PeerException.etcdUnwritable(e, "the policy is applied on this node only; set it again");
         }
         return result;
     }
@@ -122,15 +119,14 @@ public class ClusterAdminController {
         try {
             return settings.publishPins(keys, pin);
         } catch (Exception e) {
-            throw new PeerException(
-                    503, "etcd cannot be written (" + e + "): cluster pins are kept in etcd; try again", null);
+            throw PeerException.etcdUnwritable(e, "cluster pins are kept in etcd; try again");
         }
     }
 
     private int onEveryOtherNode(Caller caller, AdminController.PinRequest request, boolean pin, long revision) {
         int total = 0;
         for (Member m : membership.current().members()) {
-            if (!m.name().equals(peers.self().name())) {
+            if (!m.isSameNode(peers.self())) {
                 try {
                     total += peers.of(m).pin(caller, request, pin, revision);
                 } catch (java.io.IOException e) {
@@ -168,7 +164,7 @@ public class ClusterAdminController {
         MemberSet set = membership.current();
         List<MemberView> members = new ArrayList<>();
         for (Member m : set.members()) {
-            boolean self = m.name().equals(peers.self().name());
+            boolean self = m.isSameNode(peers.self());
             try {
                 members.add(new MemberView(
                         m.name(), m.address(), self, peers.of(m).tiers(caller).tiers(), null));

@@ -111,13 +111,10 @@ public class ClusterEngineController {
         try {
             settings.publishNamespace(ns, declaration);
         } catch (Exception e) {
-            throw new PeerException(
-                    503,
-                    "etcd cannot be written (" + e + "): the namespace is declared on this node only; declare it again",
-                    null);
+            throw PeerException.etcdUnwritable(e, "the namespace is declared on this node only; declare it again");
         }
         for (Member m : membership.current().members()) {
-            if (!m.name().equals(peers.self().name())) {
+            if (!m.isSameNode(peers.self())) {
                 try {
                     peers.of(m).declare(caller, ns, declaration);
                 } catch (PeerException e) {
@@ -144,11 +141,8 @@ public class ClusterEngineController {
         try {
             settings.withdrawNamespace(ns);
         } catch (Exception e) {
-            throw new PeerException(
-                    503,
-                    "etcd cannot be written (" + e
-                            + "): the namespace is deleted on the live nodes but still declared in etcd; delete it again",
-                    null);
+            throw PeerException.etcdUnwritable(
+                    e, "the namespace is deleted on the live nodes but still declared in etcd; delete it again");
         }
         return new EngineResponses.NamespaceDeleted(ns, deleted);
     }
@@ -218,12 +212,7 @@ public class ClusterEngineController {
                                     .getFirst());
         }
         var targets = router.writeTargets(caller, ns, hs, ps);
-        if (targets.size() != 1
-                || !targets.keySet()
-                        .iterator()
-                        .next()
-                        .name()
-                        .equals(peers.self().name())) {
+        if (targets.size() != 1 || !targets.keySet().iterator().next().isSameNode(peers.self())) {
             throw new NotPlacedHereException(ns, peers.self(), targets, hs, router.replicas(ns));
         }
     }

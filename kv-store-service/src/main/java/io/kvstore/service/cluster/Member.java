@@ -15,6 +15,14 @@ public record Member(String name, String address, long joinedAt) implements Comp
         return name.compareTo(o.name);
     }
 
+    /**
+     * Whether {@code other} is this same node. Nodes are told apart by name: a node that registers again after
+     * its lease expired comes back with a new join time and is still the same node.
+     */
+    boolean isSameNode(Member other) {
+        return name.equals(other.name);
+    }
+
     /** Whether this member joined before {@code other} (by join time, then name). */
     boolean joinedBefore(Member other) {
         return joinedAt < other.joinedAt || (joinedAt == other.joinedAt && name.compareTo(other.name) < 0);

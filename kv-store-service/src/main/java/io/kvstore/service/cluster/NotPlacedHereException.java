@@ -39,7 +39,7 @@ final class NotPlacedHereException extends RuntimeException {
         }
         StringBuilder where = new StringBuilder();
         for (Member m : targets.keySet()) {
-            if (!m.name().equals(self.name())) {
+            if (!m.isSameNode(self)) {
                 where.append(where.isEmpty() ? "" : ", ")
                         .append(m.name())
                         .append(" (")

@@ -15,6 +15,14 @@ public final class PeerException extends IOException {
         this.status = status;
     }
 
+    /**
+     * 503 for a cluster setting etcd could not record; {@code consequence} says what holds meanwhile and what
+     * the caller should do.
+     */
+    static PeerException etcdUnwritable(Exception cause, String consequence) {
+        return new PeerException(503, "etcd cannot be written (" + cause + "): " + consequence, null);
+    }
+
     /** The HTTP status to answer the client with. */
     public int status() {
         return status;

@@ -43,7 +43,7 @@ public final class Peers {
     }
 
     public Peer of(Member member) {
-        if (member.name().equals(self.member().name())) {
+        if (member.isSameNode(self.member())) {
             return self;
         }
         return remote.computeIfAbsent(
