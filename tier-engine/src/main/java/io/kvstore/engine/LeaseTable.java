@@ -24,9 +24,13 @@ final class LeaseTable {
     private final Catalog catalog;
     private final Clock clock;
     private final Duration defaultTimeout;
-    private final Map<String, Lease> leases = new ConcurrentHashMap<>();
-    /** The entries each lease counted itself on: a later entry of the same key is not this lease's. */
-    private final Map<String, List<CatalogEntry>> held = new ConcurrentHashMap<>();
+    private final Map<String, Held> leases = new ConcurrentHashMap<>();
+
+    /**
+     * A lease and the catalog entries it counted itself on: releasing it releases those entries, not the
+     * key's current ones (a block dropped and stored again is a new entry, not this lease's).
+     */
+    private record Held(Lease lease, List<CatalogEntry> entries) {}
 
     LeaseTable(Catalog catalog, Clock clock, Duration defaultTimeout) {
         this.catalog = catalog;
@@ -76,29 +80,26 @@ final class LeaseTable {
                 UUID.randomUUID().toString(),
                 heldKeys,
                 clock.instant().plus(timeout == null ? defaultTimeout : timeout));
-        held.put(lease.id(), entries);
-        leases.put(lease.id(), lease);
+        leases.put(lease.id(), new Held(lease, entries));
         return lease;
     }
 
     /** Releases a lease; false when it is unknown (already released or expired). */
     boolean release(String leaseId) {
-        Lease lease = leases.remove(leaseId);
-        if (lease == null) {
+        Held held = leases.remove(leaseId);
+        if (held == null) {
             return false;
         }
-        List<CatalogEntry> entries = held.remove(leaseId);
-        if (entries != null) {
-            for (CatalogEntry entry : entries) {
-                entry.release();
-            }
+        for (CatalogEntry entry : held.entries()) {
+            entry.release();
         }
         return true;
     }
 
     @Nullable
     Lease get(String leaseId) {
-        return leases.get(leaseId);
+        Held held = leases.get(leaseId);
+        return held == null ? null : held.lease();
     }
 
     int size() {
@@ -108,8 +109,8 @@ final class LeaseTable {
     /** Releases every lease whose time ran out before {@code now}; returns how many. */
     int expire(Instant now) {
         int expired = 0;
-        for (Lease lease : leases.values()) {
-            if (lease.expiresAt().isBefore(now) && release(lease.id())) {
+        for (Held held : leases.values()) {
+            if (held.lease().expiresAt().isBefore(now) && release(held.lease().id())) {
                 expired++;
             }
         }
