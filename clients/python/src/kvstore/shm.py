@@ -154,6 +154,31 @@ def _size_check(pieces: List[np.ndarray], length: int, what: str) -> None:
         raise ValueError(what.format(have=total, want=length))
 
 
+def _copy_and_checksum(
+    copies: List[tuple], copy: Callable[[np.ndarray, List[np.ndarray]], None]
+) -> List[int]:
+    """Runs ``copy(slot, pieces)`` for every pair (shared with the helper thread, see :func:`_share`) and
+    returns the CRC32C of each pair's pieces, taken by the thread that copied them while they are still in
+    its core's cache."""
+    sums = [0] * len(copies)
+
+    def one(i: int) -> None:
+        copy(*copies[i])
+        sums[i] = _crc_of(copies[i][1])
+
+    _share(len(copies), sum(c[0].nbytes for c in copies), one)
+    return sums
+
+
+def _leading(fetched: List[Any]) -> int:
+    """How many of an HTTP fetch's blocks arrived before the first that did not (``None``: a missing frame,
+    a block that failed its check mid-answer, its buffer left untouched)."""
+    n = 0
+    while n < len(fetched) and fetched[n] is not None:
+        n += 1
+    return n
+
+
 def _done(result: Any) -> Future:
     f: Future = Future()
     f.set_result(result)
@@ -303,15 +328,9 @@ class LocalDataPath:
                         src = by_hash[slot["hash"]]
                         _size_check(src, length, "block has {have} bytes; the namespace's blocks have {want}")
                         copies.append((mem[off : off + length], src))
-                    sums = [0] * len(copies)
-
-                    def copy_and_sum(i: int) -> None:
-                        # the CRC32C of the source, not of the slot: bytes a late writer of an expired
-                        # reservation lands in the slot before kvstore's commit pass then fail the block
-                        copy_in(*copies[i])
-                        sums[i] = _crc_of(copies[i][1])
-
-                    _share(len(copies), sum(c[0].nbytes for c in copies), copy_and_sum)
+                    # the CRC32C of the source, not of the slot: bytes a late writer of an expired reservation
+                    # lands in the slot before kvstore's commit pass then fail the block
+                    sums = _copy_and_checksum(copies, copy_in)
                     r = dict(r, crc32c={slot["hash"]: crc for slot, crc in zip(r["slots"], sums)})
                 except BaseException:
                     closing.append(self._control.submit(self._cancel, r["reservationId"]))
@@ -404,15 +423,7 @@ class LocalDataPath:
                         copies.append((mem[off : off + length], dst))
                         expected.append(locations[k]["crc32c"])
                         k += 1
-                    sums = [0] * len(copies)
-
-                    def copy_and_check(i: int) -> None:
-                        # the copy's CRC32C is taken by the thread that made it, while it is in that core's cache
-                        copy_out(*copies[i])
-                        sums[i] = _crc_of(copies[i][1])
-
-                    _share(len(copies), sum(c[0].nbytes for c in copies), copy_and_check)
-                    got.extend(sums)
+                    got.extend(_copy_and_checksum(copies, copy_out))
                     if k < len(locations):  # the rest of this lease lies outside the mapped tier: over HTTP
                         remote = [step[x] for x in range(k, len(locations))]
                         try:
@@ -420,8 +431,7 @@ class LocalDataPath:
                         except NotFound:
                             fetched = []
                         expected.append(None)
-                        while http_ok < len(fetched) and fetched[http_ok] is not None:
-                            http_ok += 1
+                        http_ok = _leading(fetched)
                         break
                 finally:
                     # the copies are taken (their CRC32Cs are checked on the copies): the lease can go
@@ -503,11 +513,7 @@ class HttpDataPath:
             if n == 0:
                 return 0
             try:
-                got = self.client.fetch(namespace, list(hashes[:n]), out=list(out[:n]))
-                k = 0
-                while k < n and got[k] is not None:  # None: a missing frame, its buffer untouched
-                    k += 1
-                return k
+                return _leading(self.client.fetch(namespace, list(hashes[:n]), out=list(out[:n])))
             except NotFound:
                 continue  # evicted between lookup and fetch: look again
         return 0
