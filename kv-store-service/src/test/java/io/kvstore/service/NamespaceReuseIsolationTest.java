@@ -11,8 +11,10 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A namespace name deleted by one tenant and declared by another: what the first tenant still holds under
- * that name (an open reservation, an upload still streaming) never writes into the second tenant's namespace. Also: a malformed LoRA
- * name in a pin by token ids is a client error.
+ * that name (an open reservation, an upload still streaming) never writes into the second tenant's namespace;
+ * a namespace with open reservations is not deleted until they are committed, cancelled or expired. Also: a
+ * malformed LoRA name in a pin by token ids is a client error, and a leased lookup that matches nothing
+ * answers no lease (one naming no block would be open to every tenant).
  */
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
@@ -53,9 +55,9 @@ class NamespaceReuseIsolationTest {
     }
 
     /**
-     * alpha reserves a block in its namespace, deletes the namespace (the open reservation does not stop
-     * it), beta declares the same name, and alpha then commits the old reservation through another of its
-     * namespaces: the block lands in beta's namespace, written by alpha.
+     * alpha reserves a block in its namespace and tries to delete the namespace (refused while the reservation
+     * is open) and to commit the reservation through another of its namespaces (refused); once the reservation
+     * is cancelled, the namespace deleted and the name declared by beta, the old reservation commits nowhere.
      */
     @Test
     void aReservationCannotOutliveItsNamespaceIntoAnotherTenants() throws Exception {
@@ -71,17 +73,37 @@ class NamespaceReuseIsolationTest {
         assertThat(reserved.statusCode()).as(reserved.body()).isEqualTo(200);
         String id = TenantApiTest.field(reserved.body(), "reservationId");
 
-        var deleted = http.send("DELETE", "/v1/namespaces/a-x", null, null, ALPHA);
-        var declared = http.json("PUT", "/v1/namespaces/a-x", decl, BETA);
-        var commit = http.json(
+        var refused = http.send("DELETE", "/v1/namespaces/a-x", null, null, ALPHA);
+        assertThat(refused.statusCode())
+                .as("delete with a reservation open: " + refused.body())
+                .isEqualTo(409);
+        var elsewhere = http.json(
                 "POST", "/v1/local/namespaces/a-y/blocks:commit", "{\"reservationId\":\"" + id + "\"}", ALPHA);
+        assertThat(elsewhere.statusCode())
+                .as("commit through a-y: " + elsewhere.body())
+                .isEqualTo(403);
+
+        // the reservation gone, the name changes hands; the old reservation commits nowhere
+        assertThat(http.send("DELETE", "/v1/reservations/" + id, null, null, ALPHA)
+                        .statusCode())
+                .isEqualTo(204);
+        assertThat(http.send("DELETE", "/v1/namespaces/a-x", null, null, ALPHA).statusCode())
+                .isEqualTo(200);
+        assertThat(http.json("PUT", "/v1/namespaces/a-x", decl, BETA).statusCode())
+                .isEqualTo(201);
+        for (String ns : new String[] {"a-x", "a-y"}) {
+            var late = http.json(
+                    "POST",
+                    "/v1/local/namespaces/" + ns + "/blocks:commit",
+                    "{\"reservationId\":\"" + id + "\"}",
+                    ALPHA);
+            assertThat(late.statusCode())
+                    .as("late commit through " + ns + ": " + late.body())
+                    .isIn(403, 404);
+        }
         var lookup =
                 http.json("POST", "/v1/lookup", "{\"namespace\":\"a-x\",\"blockHashes\":[\"" + hash + "\"]}", BETA);
-        assertThat(lookup.body())
-                .as("delete " + deleted.statusCode() + " " + deleted.body() + "; beta declare " + declared.statusCode()
-                        + "; alpha commit " + commit.statusCode() + " " + commit.body() + "; beta lookup "
-                        + lookup.body())
-                .contains("\"matchedBlocks\":0");
+        assertThat(lookup.body()).contains("\"matchedBlocks\":0");
     }
 
     /** A pin by token ids whose lora has an unpaired surrogate is a client error, not a 500. */
@@ -148,5 +170,68 @@ class NamespaceReuseIsolationTest {
                 .as("delete " + deleted.statusCode() + "; beta declare " + declared.statusCode() + "; alpha put "
                         + put.statusCode() + " " + put.body() + "; beta lookup " + lookup.body())
                 .contains("\"matchedBlocks\":0");
+    }
+
+    /** A delete while a reservation is open is 409 and keeps the namespace; once it is cancelled, it goes. */
+    @Test
+    void aNamespaceWithAnOpenReservationIsDeletedOnlyOnceItIsClosed() throws Exception {
+        var http = new Http(port);
+        assertThat(http.json("PUT", "/v1/namespaces/a-open", TestLayout.declaration("m"), ALPHA)
+                        .statusCode())
+                .isEqualTo(201);
+        var reserved = http.json(
+                "POST",
+                "/v1/local/namespaces/a-open/blocks:reserve",
+                "{\"blocks\":[{\"hash\":\"" + hashOf(7301) + "\"}]}",
+                ALPHA);
+        assertThat(reserved.statusCode()).as(reserved.body()).isEqualTo(200);
+        String id = TenantApiTest.field(reserved.body(), "reservationId");
+
+        var refused = http.send("DELETE", "/v1/namespaces/a-open", null, null, ALPHA);
+        assertThat(refused.statusCode()).as(refused.body()).isEqualTo(409);
+        assertThat(refused.body()).contains("open reservations");
+        assertThat(http.get("/v1/namespaces/a-open", ALPHA).statusCode()).isEqualTo(200);
+
+        assertThat(http.send("DELETE", "/v1/reservations/" + id, null, null, ALPHA)
+                        .statusCode())
+                .isEqualTo(204);
+        var deleted = http.send("DELETE", "/v1/namespaces/a-open", null, null, ALPHA);
+        assertThat(deleted.statusCode()).as(deleted.body()).isEqualTo(200);
+        assertThat(http.get("/v1/namespaces/a-open", ALPHA).statusCode()).isEqualTo(404);
+    }
+
+    /** A leased lookup of nothing held answers no lease; one that matches answers a lease only its tenant reads. */
+    @Test
+    void aLeasedLookupThatMatchesNothingAnswersNoLease() throws Exception {
+        var http = new Http(port);
+        assertThat(http.json("PUT", "/v1/namespaces/a-lease", TestLayout.declaration("m"), ALPHA)
+                        .statusCode())
+                .isEqualTo(201);
+        var miss = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"a-lease\",\"blockHashes\":[\"" + hashOf(7401) + "\"],\"lease\":true}",
+                ALPHA);
+        assertThat(miss.statusCode()).as(miss.body()).isEqualTo(200);
+        assertThat(miss.body()).contains("\"matchedBlocks\":0").doesNotContain("\"lease\"");
+
+        var hashes = TestLayout.hashes(TestLayout.tokens(1, 7402));
+        var put = http.putBytes(
+                "/v1/namespaces/a-lease/blocks",
+                "application/octet-stream",
+                Http.frames(hashes, TestLayout.blocks(1, 7402), null),
+                ALPHA);
+        assertThat(put.statusCode()).as(put.body()).isEqualTo(200);
+        var hit = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"a-lease\",\"blockHashes\":[\""
+                        + hashes.getFirst().hex() + "\"],\"lease\":true}",
+                ALPHA);
+        assertThat(hit.body()).contains("\"matchedBlocks\":1").contains("\"lease\"");
+        String lease = TenantApiTest.field(hit.body(), "id");
+        assertThat(http.get("/v1/leases/" + lease, BETA).statusCode()).isEqualTo(403);
+        assertThat(http.send("DELETE", "/v1/leases/" + lease, null, null, ALPHA).statusCode())
+                .isEqualTo(204);
     }
 }

@@ -41,6 +41,13 @@ public interface EngineEvents {
     default void copyRemoved(TierId tier, BlockKey key, int length) {}
 
     /**
+     * A namespace's blocks were deleted ({@code TierEngine#deleteNamespace}): called after the removal of every
+     * copy this call deleted, on the same thread, so it follows them; the namespace may be declared again
+     * (another model, another layout) from now on.
+     */
+    default void namespaceDeleted(String namespace) {}
+
+    /**
      * Copies out of {@code from} into {@code to} began to fail (a full or failing disk): blocks stay in
      * {@code from}. Called once per change of state, with the first failure's reason.
      */

@@ -308,6 +308,7 @@ final class Residency {
                 }
             }
         }
+        events.namespaceDeleted(namespace); // after the removals: a declaration made later applies after them
         return removed;
     }
 

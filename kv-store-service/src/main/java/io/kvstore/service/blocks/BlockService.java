@@ -19,6 +19,7 @@ import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
@@ -51,6 +52,7 @@ public class BlockService {
     private final long maxRequestBytes;
     private final KvStoreProperties.Limits limits;
     private final TenantUsage usage;
+    private final ReservationLedger reservations;
     private final TierId landing;
 
     public BlockService(
@@ -58,9 +60,11 @@ public class BlockService {
             NamespaceRegistry namespaces,
             EngineMetrics metrics,
             KvStoreProperties properties,
-            TenantUsage usage) {
+            TenantUsage usage,
+            ReservationLedger reservations) {
         this.engine = engine;
         this.usage = usage;
+        this.reservations = reservations;
         this.landing = engine.tierIds().stream()
                 .min(java.util.Comparator.naturalOrder())
                 .orElseThrow();
@@ -74,6 +78,9 @@ public class BlockService {
     /** Declares a namespace for {@code tenant} and applies its durability to the engine. */
     public NamespaceRegistry.Outcome declare(String namespace, NamespaceSpec spec, String tenant) {
         var outcome = namespaces.declare(namespace, spec, tenant);
+        if (outcome == NamespaceRegistry.Outcome.CREATED) {
+            usage.forget(namespace); // bytes stored under the name before it was declared were booked elsewhere
+        }
         engine.setWriteThrough(namespace, spec.writeThrough());
         return outcome;
     }
@@ -163,6 +170,11 @@ public class BlockService {
                 // blocks evicted between lookup and lease: answer what is actually held
                 result = new LookupResult(
                         held.blocks(), result.tiers().subList(0, held.blocks().size()));
+            }
+            if (held.blocks().isEmpty()) {
+                // a lease of nothing names no block a tenant check could guard it by: none is answered
+                engine.release(held.id());
+                held = null;
             }
         }
         metrics.lookup(keys.size(), result.tiers(), System.nanoTime() - start);
@@ -367,6 +379,11 @@ public class BlockService {
      */
     public int deleteNamespace(String namespace) {
         namespaces.require(namespace);
+        if (reservations.openIn(namespace)) {
+            // a commit after the delete would land under a name that may by then be declared anew
+            throw new ConflictException("namespace '" + namespace + "' has open reservations; commit or cancel "
+                    + "them (or let them expire) and delete again");
+        }
         int deleted = engine.deleteNamespace(namespace);
         int left = engine.namespaceBlockCount(namespace);
         if (left > 0) {

@@ -41,6 +41,9 @@ final class ChangeRing {
          * @param parent the parent's wire form, meaningful only when {@code hasParent}
          */
         void accept(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored);
+
+        /** The namespace was deleted: the changes before this were made under its old declaration. */
+        default void namespaceDeleted(String namespace) {}
     }
 
     /**
@@ -63,6 +66,8 @@ final class ChangeRing {
     private static final int STORED = 0x80;
     private static final int HAS_PARENT = 0x40;
     private static final int TIER = 0x3F;
+    /** The tier bits of a slot that marks a namespace's deletion rather than a change. */
+    private static final int DELETED = TIER;
     /** Namespaces a ring numbers at most (the header keeps 24 bits for the number). */
     static final int MAX_NAMESPACES = 1 << 24;
 
@@ -117,7 +122,17 @@ final class ChangeRing {
      * ring has numbered all the namespaces it may ({@link #MAX_NAMESPACES}). Any thread.
      */
     boolean offer(TierId tier, BlockKey key, @Nullable BlockHash parent, boolean stored) {
-        long number = number(key.namespace());
+        long kind = tier.ordinal() | (stored ? STORED : 0) | (parent != null ? HAS_PARENT : 0);
+        return offer(key.namespace(), kind, key.hash().lastLong(), parent == null ? 0 : parent.lastLong());
+    }
+
+    /** Queues the mark of a namespace's deletion, in order with the changes; false when full. Any thread. */
+    boolean offerNamespaceDeleted(String namespace) {
+        return offer(namespace, DELETED, 0, 0);
+    }
+
+    private boolean offer(String namespace, long kind, long hash, long parent) {
+        long number = number(namespace);
         if (number < 0) {
             return false;
         }
@@ -136,9 +151,8 @@ final class ChangeRing {
         // touch the line of a slot LOOK_AHEAD claims ahead: its miss is a load's, which overlaps the stores
         // that follow, and by the time that slot is written its line is in cache (opaque: not dropped)
         SLOT.getOpaque(slots, (int) ((t + LOOK_AHEAD) & mask) * WORDS);
-        slots[at + 1] = key.hash().lastLong();
-        slots[at + 2] = parent == null ? 0 : parent.lastLong();
-        long kind = tier.ordinal() | (stored ? STORED : 0) | (parent != null ? HAS_PARENT : 0);
+        slots[at + 1] = hash;
+        slots[at + 2] = parent;
         SLOT.setRelease(slots, at, ((t + 1) & 0xFFFF_FFFFL) | kind << 32 | number << 40);
         return true;
     }
@@ -191,6 +205,10 @@ final class ChangeRing {
                     byNumber = names; // numbered after this drain began
                 }
                 h++;
+                if ((kind & TIER) == DELETED) {
+                    sink.namespaceDeleted(byNumber[number]); // a mark, not a change: not counted
+                    continue;
+                }
                 n++;
                 sink.accept(
                         TIERS[kind & TIER],

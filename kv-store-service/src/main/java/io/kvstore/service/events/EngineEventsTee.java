@@ -66,4 +66,10 @@ public record EngineEventsTee(EngineEvents first, EngineEvents second) implement
         first.copyRemoved(tier, key, length);
         second.copyRemoved(tier, key, length);
     }
+
+    @Override
+    public void namespaceDeleted(String namespace) {
+        first.namespaceDeleted(namespace);
+        second.namespaceDeleted(namespace);
+    }
 }

@@ -30,7 +30,11 @@ final class EventSockets implements AutoCloseable {
     private final String replayEndpoint;
     private long badRequests;
 
-    EventSockets(String endpoint, String replayEndpoint, int hwm) {
+    /**
+     * @param replaySize batches a replay answers at most: the ROUTER queues a whole answer (a ROUTER drops what
+     *     is past its high-water mark, which would cut an answer short without a sign)
+     */
+    EventSockets(String endpoint, String replayEndpoint, int hwm, int replaySize) {
         try {
             pub = context.createSocket(SocketType.PUB);
             pub.setSndHWM(hwm);
@@ -50,7 +54,7 @@ final class EventSockets implements AutoCloseable {
             } else {
                 replay = context.createSocket(SocketType.ROUTER);
                 replay.setLinger(0);
-                replay.setSndHWM(Math.max(hwm, 1000));
+                replay.setSndHWM(Math.max(Math.max(hwm, 1000), replaySize + 1));
                 replay.bind(replayEndpoint);
                 this.replayEndpoint = replay.getLastEndpoint();
             }

@@ -77,6 +77,8 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     private @Nullable Iterator<BlockInfo> resync;
 
     private volatile boolean resyncPending;
+    /** An AllBlocksCleared went out before {@link #resyncFrom}: re-announce once the catalog is there. */
+    private boolean resyncOwed;
     /** The batch being filled on the publisher thread. */
     private final Batcher batcher;
 
@@ -117,7 +119,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         Gauge.builder("kvstore.events.queued", queue, ChangeRing::size)
                 .description("Block changes waiting to be published")
                 .register(registry);
-        this.sockets = new EventSockets(config.endpoint(), config.replayEndpoint(), config.hwm());
+        this.sockets = new EventSockets(config.endpoint(), config.replayEndpoint(), config.hwm(), config.replaySize());
         this.thread = Thread.ofPlatform().name("kv-events").daemon().unstarted(this::run);
         thread.start();
         log.info(
@@ -151,6 +153,13 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         }
     }
 
+    @Override
+    public void namespaceDeleted(String namespace) {
+        if (!queue.offerNamespaceDeleted(namespace)) {
+            overflow();
+        }
+    }
+
     private void overflow() {
         overflowed.set(true); // before the count: whoever sees the drop counted sees a re-announcement pending
         dropped.increment();
@@ -172,9 +181,17 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                 handled.addAndGet(n);
                 if (dropsBefore) {
                     clearAll();
+                    topics.forgetAll(); // a dropped namespaceDeleted mark must not pin an old declaration
+                    resync = null;
+                    resyncOwed = true;
+                }
+                if (resyncOwed) {
                     Supplier<Iterator<BlockInfo>> source = catalog;
-                    resync = source == null ? null : source.get(); // (again) from the start: the view is empty
-                    resyncPending = resync != null;
+                    if (source != null) {
+                        resync = source.get(); // (again) from the start: the view is empty
+                        resyncOwed = false;
+                    }
+                    resyncPending = resync != null || resyncOwed;
                 }
                 if (resync != null && running) {
                     reannounce(resync);
@@ -249,6 +266,13 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         void begin() {
             targets.clear(); // one resolution per round: a namespace declared meanwhile shows from the next
             last = null;
+        }
+
+        @Override
+        public void namespaceDeleted(String namespace) {
+            targets.remove(namespace);
+            last = null;
+            topics.forget(namespace);
         }
 
         @Override

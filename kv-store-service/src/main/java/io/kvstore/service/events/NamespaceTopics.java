@@ -66,6 +66,8 @@ final class NamespaceTopics {
     private final String host;
     private final Function<String, Declared> declarations;
     private final Map<String, Resolved> known = new HashMap<>();
+    /** Every topic events have gone out on, kept after its namespace was deleted or declared again. */
+    private final Map<String, byte[]> used = new HashMap<>();
 
     /**
      * @param declarations the namespace's declaration, or null when it is not declared
@@ -76,10 +78,18 @@ final class NamespaceTopics {
         this.declarations = declarations;
     }
 
+    /**
+     * What the namespace resolved to when first seen (or when it was declared after being seen undeclared),
+     * until {@link #forget}: the changes being published may have been made under a declaration that has been
+     * deleted and replaced since; they go out where the namespace's earlier events did.
+     */
     Resolved resolve(String namespace) {
         Resolved cached = known.get(namespace);
+        if (cached != null && cached.declared() != null) {
+            return cached;
+        }
         Declared now = declarations.apply(namespace);
-        if (cached != null && (now == null || now.equals(cached.declared()))) {
+        if (cached != null && now == null) {
             return cached;
         }
         String model = now != null ? now.model() : namespace;
@@ -88,15 +98,22 @@ final class NamespaceTopics {
                 .replace("{host}", host);
         Resolved r = new Resolved(topic.getBytes(StandardCharsets.UTF_8), now != null ? now.blockSize() : 0, now);
         known.put(namespace, r);
+        used.putIfAbsent(topic, r.topic());
         return r;
+    }
+
+    /** The namespace was deleted: what comes after its deletion resolves against its declaration then. */
+    void forget(String namespace) {
+        known.remove(namespace);
+    }
+
+    /** After an {@code AllBlocksCleared}: every namespace resolves against its declaration then. */
+    void forgetAll() {
+        known.clear();
     }
 
     /** Every topic events have gone out on, for {@code AllBlocksCleared}. */
     Iterable<byte[]> topics() {
-        Map<String, byte[]> distinct = new HashMap<>();
-        for (Resolved r : known.values()) {
-            distinct.putIfAbsent(new String(r.topic(), StandardCharsets.UTF_8), r.topic());
-        }
-        return distinct.values();
+        return used.values();
     }
 }

@@ -104,6 +104,17 @@ public final class ReservationLedger {
         return held.get(reservationId);
     }
 
+    /** Whether a live reservation (or one being admitted) holds slots for blocks of {@code namespace}. */
+    public boolean openIn(String namespace) {
+        Instant now = clock.instant();
+        for (Held h : held.values()) {
+            if (h.namespace().equals(namespace) && !h.expiresAt().isBefore(now)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     public void done(String reservationId) {
         held.remove(reservationId);
     }

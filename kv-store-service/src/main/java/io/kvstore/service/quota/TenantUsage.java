@@ -101,7 +101,11 @@ public final class TenantUsage implements EngineEvents {
             return a;
         }
         String owner = ownerOf.apply(namespace);
-        return namespaces.computeIfAbsent(namespace, ns -> tenant(owner == null ? Caller.LOCAL_TENANT : owner));
+        if (owner == null) {
+            // not declared (or declared before tenants): not remembered, so a later declaration's owner counts
+            return tenant(Caller.LOCAL_TENANT);
+        }
+        return namespaces.computeIfAbsent(namespace, ns -> tenant(owner));
     }
 
     private Account tenant(String tenant) {

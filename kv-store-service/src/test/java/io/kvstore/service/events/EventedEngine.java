@@ -39,8 +39,17 @@ final class EventedEngine implements AutoCloseable {
     private final int blockBytes;
 
     EventedEngine(EventsProperties config, int blockBytes, int hbmBlocks, int dramBlocks) {
+        this(config, blockBytes, hbmBlocks, dramBlocks, DECLARED::get);
+    }
+
+    EventedEngine(
+            EventsProperties config,
+            int blockBytes,
+            int hbmBlocks,
+            int dramBlocks,
+            java.util.function.Function<String, NamespaceTopics.Declared> declarations) {
         this.blockBytes = blockBytes;
-        this.publisher = new KvEventPublisher(config, "test", DECLARED::get, registry);
+        this.publisher = new KvEventPublisher(config, "test", declarations, registry);
         EngineEvents counting = new EngineEvents() {
             @Override
             public void copyAdded(TierId tier, BlockRecord block) {

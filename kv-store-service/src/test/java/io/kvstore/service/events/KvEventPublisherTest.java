@@ -3,12 +3,17 @@ package io.kvstore.service.events;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.engine.BlockInfo;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -20,7 +25,9 @@ import org.zeromq.ZMQ;
  * The KV event stream, read by subscribers on real loopback sockets, tells the same story as the catalog:
  * stores, demotions, evictions, deletes and a namespace's deletion, in order, sequence numbers without
  * gaps; late joiners catch up through replay; a subscriber that never reads does not hold stores back; an
- * overflowing queue ends in {@code AllBlocksCleared} and a view that claims nothing that is gone.
+ * overflowing queue ends in {@code AllBlocksCleared} and a view that claims nothing that is gone, even
+ * when it overflows before the catalog exists; a namespace deleted and declared again for another model
+ * keeps each model's topic right; a replay of a full ring comes whole.
  */
 class KvEventPublisherTest {
 
@@ -226,6 +233,140 @@ class KvEventPublisherTest {
             }
             assertThat(sub.replay(0)).hasSize(1);
             assertThat(ByteBuffer.wrap(EventSockets.seqBytes(-1)).getLong()).isEqualTo(-1);
+        }
+    }
+
+    /**
+     * At start-up the engine's recover() announces every NVMe block before EngineConfiguration calls
+     * resyncFrom: with more blocks than queue-size the queue overflows, AllBlocksCleared goes out with no
+     * catalog to re-announce from, and nothing re-announces once the catalog is there.
+     */
+    @Test
+    void anOverflowBeforeResyncFromIsReannouncedOnceTheCatalogIsThere() throws Exception {
+        SimpleMeterRegistry registry = new SimpleMeterRegistry();
+        EventsProperties config = EventedEngine.config(16, Duration.ofMillis(50), EventEncoding.ARRAY, 100_000);
+        KvEventPublisher p = new KvEventPublisher(config, "test", EventedEngine.DECLARED::get, registry);
+        try (TestSubscriber sub = new TestSubscriber(p.endpoint(), p.replayEndpoint())) {
+            List<BlockInfo> catalog = new ArrayList<>();
+            for (int i = 0; i < 200; i++) { // recover(): one copyAdded per NVMe block, on the constructing thread
+                BlockKey key = EventedEngine.key("a", i);
+                p.copyAdded(TierId.NVME, new BlockRecord(key, null, 4096, 0));
+                catalog.add(new BlockInfo(key, null, 4096, 0, Set.of(TierId.NVME), 0, 0));
+            }
+            awaitTrue(() -> registry.get("kvstore.events.cleared").counter().count() > 0, "cleared");
+            p.resyncFrom(catalog::iterator); // EngineConfiguration, after the engine was built
+            awaitTrue(() -> !p.resyncPending(), "resynced");
+            EventLedger ledger = new EventLedger();
+            ledger.apply(sub.replay(0));
+            assertThat(ledger.held("kv@test@model-a", "DISK"))
+                    .as("every recovered NVMe block announced")
+                    .hasSize(200);
+        } finally {
+            p.close();
+        }
+    }
+
+    /**
+     * A namespace deleted (its removals queued) and declared again with another model before the publisher's
+     * next round: the removals are resolved against the new declaration and go out on the new model's topic,
+     * so the old topic's subscribers keep the blocks forever.
+     */
+    @Test
+    void removalsOfADeletedNamespaceGoWhereItsStoresWentEvenIfItIsDeclaredAgain() throws Exception {
+        Map<String, NamespaceTopics.Declared> declared = new ConcurrentHashMap<>();
+        declared.put("n", new NamespaceTopics.Declared("m1", 16));
+        EventsProperties config = EventedEngine.config(1000, Duration.ofMillis(1000), EventEncoding.ARRAY, 100_000);
+        KvEventPublisher p = new KvEventPublisher(config, "test", declared::get, new SimpleMeterRegistry());
+        try (TestSubscriber sub = new TestSubscriber(p.endpoint(), p.replayEndpoint())) {
+            BlockKey key = EventedEngine.key("n", 1);
+            p.copyAdded(TierId.DRAM, new BlockRecord(key, null, 4096, 0));
+            awaitTrue(() -> p.lastSeq() >= 0, "store published");
+            // BlockService.deleteNamespace: engine.deleteNamespace (removals offered), namespaces.remove; then
+            // PUT /v1/namespaces/n with another model, all within one batch interval
+            p.copyRemoved(TierId.DRAM, key, 4096);
+            declared.remove("n");
+            declared.put("n", new NamespaceTopics.Declared("m2", 16));
+            awaitTrue(() -> p.lastSeq() >= 1, "removal published");
+            EventLedger ledger = new EventLedger();
+            ledger.apply(sub.replay(0));
+            assertThat(ledger.errors).isEmpty();
+            assertThat(ledger.held("kv@test@m1", "CPU")).as("old topic's view").isEmpty();
+        } finally {
+            p.close();
+        }
+    }
+
+    /**
+     * A replay of a full ring when replay-size exceeds the ROUTER's send high-water mark (max(hwm, 1000)):
+     * the ROUTER drops what does not fit, so the subscriber gets a silently truncated answer (or no end mark).
+     */
+    @Test
+    void aFullRingReplayIsAnsweredWhole() throws Exception {
+        EventsProperties config = new EventsProperties(
+                true,
+                "tcp://127.0.0.1:*",
+                "tcp://127.0.0.1:*",
+                "kv@{host}@{model}",
+                20_000,
+                100_000,
+                Duration.ofMillis(200),
+                1,
+                1000,
+                EventEncoding.ARRAY,
+                0,
+                new EventsProperties.Medium("GPU", "CPU", "DISK"));
+        KvEventPublisher p =
+                new KvEventPublisher(config, "test", EventedEngine.DECLARED::get, new SimpleMeterRegistry());
+        try (TestSubscriber sub = new TestSubscriber(p.endpoint(), p.replayEndpoint())) {
+            for (int i = 0; i < 20_000; i++) {
+                p.copyAdded(TierId.DRAM, new BlockRecord(EventedEngine.key("a", i), null, 4096, 0));
+            }
+            awaitTrue(() -> p.lastSeq() >= 19_999, "published");
+            assertThat(sub.replay(0)).hasSize(20_000);
+        } finally {
+            p.close();
+        }
+    }
+
+    /**
+     * Through the engine, as BlockService.deleteNamespace and a later PUT /v1/namespaces/n do: the removals of
+     * the deleted namespace go out on its old model's topic, the stores after the new declaration on the new one.
+     */
+    @Test
+    void aNamespaceDeletedAndDeclaredAgainKeepsBothTopicsRight() throws Exception {
+        Map<String, NamespaceTopics.Declared> declared = new ConcurrentHashMap<>();
+        declared.put("n", new NamespaceTopics.Declared("m1", 16));
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(1000, Duration.ofMillis(1000), EventEncoding.ARRAY, 100_000),
+                        16 * 1024,
+                        64,
+                        64,
+                        declared::get);
+                TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            e.store("n", 0);
+            e.store("n", 1);
+            e.awaitPublished(WAIT);
+            e.engine.deleteNamespace("n");
+            declared.remove("n");
+            declared.put("n", new NamespaceTopics.Declared("m2", 16));
+            BlockKey again = e.store("n", 5);
+            e.awaitPublished(WAIT);
+            EventLedger ledger = new EventLedger();
+            ledger.apply(sub.replay(0));
+            assertThat(ledger.errors).isEmpty();
+            assertThat(ledger.held("kv@test@m1", "GPU")).as("old model's topic").isEmpty();
+            assertThat(ledger.held("kv@test@m2", "GPU"))
+                    .as("new model's topic")
+                    .containsExactly(again.hash().lastLong());
+        }
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            assertThat(System.nanoTime() < deadline).as(what).isTrue();
+            Thread.sleep(5);
         }
     }
 
