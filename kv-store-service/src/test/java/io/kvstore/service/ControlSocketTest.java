@@ -58,6 +58,7 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.tokens[2].tenant=alpha",
             "kvstore.tokens[2].token=alpha-reader-0123456789",
             "kvstore.tokens[2].read=a-*",
+            "kvstore.admin-token=admin-secret-0123456789",
             "kvstore.local.control-max-connections=8",
             "kvstore.local.control-hello-timeout=1s"
         })
@@ -201,6 +202,31 @@ class ControlSocketTest {
             Problem p = problem(c.call(reserve("a-early", TestLayout.hashes(TestLayout.tokens(1, 1)))));
             assertThat(p.status()).isEqualTo(401);
             assertThat(c.closedByService()).isTrue();
+        }
+    }
+
+    @Test
+    void aConnectionWhoseTokenIsRevokedIsRefusedAtItsNextFrameAndClosed() throws Exception {
+        String[] admin = {"Authorization", "Bearer admin-secret-0123456789"};
+        var issued = http().json(
+                        "POST", "/admin/tokens", "{\"tenant\":\"alpha\",\"write\":[\"a-*\"],\"oneSided\":true}", admin);
+        assertThat(issued.statusCode()).as(issued.body()).isEqualTo(201);
+        declare("a-revoked", ALPHA_HEADER);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(2, 31));
+        try (Connection c = hello(TenantApiTest.field(issued.body(), "token"))) {
+            Reader before = c.call(reserve("a-revoked", hashes.subList(0, 1)));
+            assertThat(before.kind()).isEqualTo(ControlFrames.OK);
+            var revoked = http().send(
+                            "DELETE", "/admin/tokens/" + TenantApiTest.field(issued.body(), "id"), null, null, admin);
+            assertThat(revoked.statusCode()).as(revoked.body()).isEqualTo(204);
+            Problem p = problem(c.call(reserve("a-revoked", hashes.subList(1, 2))));
+            assertThat(p.status()).isEqualTo(401);
+            assertThat(p.detail()).contains("revoked");
+            assertThat(c.closedByService()).isTrue();
+        }
+        try (Connection other = hello(ALPHA)) { // other connections go on
+            assertThat(other.call(reserve("a-revoked", hashes.subList(1, 2))).kind())
+                    .isEqualTo(ControlFrames.OK);
         }
     }
 

@@ -108,6 +108,15 @@ class EngineApiTest extends ServiceTest {
         var textTokens = http.json("POST", "/v1/lookup", "{\"namespace\":\"lk\",\"tokenIds\":[\"a\"]}");
         assertThat(textTokens.statusCode()).isEqualTo(400);
         assertThat(textTokens.body()).contains("\"field\":\"tokenIds[0]\"");
+        var fractionalToken = http.json("POST", "/v1/lookup", "{\"namespace\":\"lk\",\"tokenIds\":[1,1.5]}");
+        assertThat(fractionalToken.statusCode())
+                .as("a token id of 1.5 is not token 1")
+                .isEqualTo(400);
+        assertThat(fractionalToken.body()).contains("\"field\":\"tokenIds[1]\"");
+        var bogusAccept = http.send("GET", "/v1/namespaces", null, null, "Accept", "bogus");
+        assertThat(bogusAccept.statusCode()).isEqualTo(406);
+        assertThat(bogusAccept.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(bogusAccept.body()).contains("\"status\":406");
         var xml = http.send("POST", "/v1/lookup", "application/xml", "<lookup/>");
         assertThat(xml.statusCode()).isEqualTo(415);
         assertThat(xml.headers().firstValue("Content-Type")).hasValue("application/problem+json");

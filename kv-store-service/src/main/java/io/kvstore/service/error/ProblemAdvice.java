@@ -241,8 +241,13 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     @Override
     protected ResponseEntity<Object> createResponseEntity(
             @Nullable Object body, HttpHeaders headers, HttpStatusCode statusCode, WebRequest request) {
-        if (body instanceof ProblemDetail problem && problem.getType() == null) {
-            problem.setType(URI.create("about:blank"));
+        if (body instanceof ProblemDetail problem) {
+            if (problem.getType() == null) {
+                problem.setType(URI.create("about:blank"));
+            }
+            // set, not negotiated: a request whose Accept names nothing we write (406) still gets its problem
+            headers = HttpHeaders.copyOf(headers);
+            headers.setContentType(org.springframework.http.MediaType.APPLICATION_PROBLEM_JSON);
         }
         return super.createResponseEntity(body, headers, statusCode, request);
     }

@@ -35,7 +35,8 @@ import org.springframework.http.ProblemDetail;
  * HTTP's {@code Authorization} header carries it), then each request frame is answered in turn from
  * {@link LocalPathService}, the code {@code /v1/local} answers from. A refused call gets an error frame with
  * the problem fields HTTP would give and the connection stays open; a connection that fails to authenticate
- * or sends a malformed frame gets an error frame and is closed.
+ * or sends a malformed frame gets an error frame and is closed, and so does one whose token is revoked (at
+ * its next frame).
  */
 final class ControlSession implements Runnable {
 
@@ -51,6 +52,8 @@ final class ControlSession implements Runnable {
     private final IntervalLog malformedLines;
     /** Set once the HELLO frame is accepted; read by the server's credentials deadline. */
     private volatile @Nullable Caller caller;
+    /** {@link TokenStore#revocations()} when the caller's token was last known valid. */
+    private int revocationsSeen;
 
     ControlSession(
             SocketChannel channel,
@@ -143,12 +146,21 @@ final class ControlSession implements Runnable {
             }
             String token = in.str();
             in.end();
+            revocationsSeen = tokens.revocations(); // before: a revocation from now on is checked at the next frame
             who = tokens.localCaller(token.isEmpty() ? null : token);
             String regionId = service.describe(who).regionId();
             caller = who;
             return new Writer(ControlFrames.OK)
                     .str(regionId == null ? "" : regionId)
                     .finish();
+        }
+        int revocations = tokens.revocations();
+        if (revocations != revocationsSeen) {
+            if (who != Caller.LOCAL && !tokens.isLive(who.tokenId())) {
+                caller = null; // the connection closes after this answer
+                throw new UnauthorizedException("API token " + who.tokenId() + " was revoked");
+            }
+            revocationsSeen = revocations;
         }
         return switch (kind) {
             case ControlFrames.RESERVE -> reserve(who, in);

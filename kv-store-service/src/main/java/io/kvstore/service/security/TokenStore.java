@@ -51,6 +51,8 @@ public final class TokenStore {
     private final Path file;
     private final JsonMapper json;
     private final List<ApiToken> tokens = new CopyOnWriteArrayList<>();
+    /** How many tokens were revoked since start: sessions that outlive a HELLO check again when it moves. */
+    private volatile int revocations;
 
     public TokenStore(KvStoreProperties properties, JsonMapper json) {
         this.file = properties.dataDir().resolve("tokens.json");
@@ -194,7 +196,23 @@ public final class TokenStore {
             tokens.add(token);
             throw e;
         }
+        revocations++; // under this object's lock
         log.info("API token {} of tenant {} revoked", id, token.tenant());
+    }
+
+    /** Tokens revoked since start; unchanged means every caller authenticated before is still valid. */
+    public int revocations() {
+        return revocations;
+    }
+
+    /** Whether the token with this id is still known (not revoked). */
+    public boolean isLive(String tokenId) {
+        for (ApiToken t : tokens) {
+            if (t.id().equals(tokenId)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public List<ApiToken> all() {
