@@ -95,6 +95,33 @@ class HashingApiTest extends ServiceTest {
     }
 
     @Test
+    void promptEmbedsOfNonAsciiDigitsAreA400ProblemNotA500() throws Exception {
+        declare("h-embeds-digits", "vllm:sha256", "\"0\"", 16);
+        // 64 characters Java counts as hex digits (fullwidth A, Arabic-Indic three) but no hex digest is made of
+        for (String digit : List.of("\\uFF21", "\\u0663")) {
+            assertProblem(
+                    lookup("h-embeds-digits", range(0, 16), "{\"promptEmbeds\":[\"" + digit.repeat(64) + "\"]}"),
+                    "extraKeys.promptEmbeds[0]");
+        }
+    }
+
+    @Test
+    void anExtraKeyOfAnotherNameIsA400NotHashesWithoutIt() throws Exception {
+        declare("h-key-names", "vllm:sha256", "\"0\"", 16);
+        // the engines' own spellings: dropped silently, they would answer the hashes of no LoRA and no salt
+        assertProblem(lookup("h-key-names", range(0, 32), "{\"cache_salt\":\"tenant-a\"}"), "extraKeys.cache_salt");
+        assertProblem(lookup("h-key-names", range(0, 32), "{\"lora_name\":\"sql-lora\"}"), "extraKeys.lora_name");
+        assertThat(lookup("h-key-names", range(0, 32), "{\"cacheSalt\":\"tenant-a\"}")
+                        .statusCode())
+                .isEqualTo(200); // a salt beside extraKeys instead of inside it
+        var topLevel = http.json(
+                "POST",
+                "/v1/lookup",
+                "{\"namespace\":\"h-key-names\",\"tokenIds\":" + range(0, 32) + ",\"cacheSalt\":\"tenant-a\"}");
+        assertProblem(topLevel, "cacheSalt");
+    }
+
+    @Test
     void storedBlocksMatchUnderTheHashesLookupAnswered() throws Exception {
         declare("h-store", "vllm:sha256", "\"0\"", 16);
         var first = lookup("h-store", range(500, 48), "{\"lora\":\"sql-lora\"}");

@@ -108,6 +108,7 @@ public class EngineController {
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE)
     public LookupResponse lookup(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {
+        request.requireKnownFields();
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");
         }

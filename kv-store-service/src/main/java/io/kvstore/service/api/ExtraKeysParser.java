@@ -18,6 +18,7 @@ public final class ExtraKeysParser {
         if (json == null) {
             return ExtraKeys.NONE;
         }
+        UnknownFields.refuse(json.unknown(), "extraKeys.", "lora, cacheSalt, more, multimodal and promptEmbeds");
         List<MultimodalItem> items = new ArrayList<>();
         if (json.multimodal() != null) {
             for (int i = 0; i < json.multimodal().size(); i++) {
@@ -54,7 +55,8 @@ public final class ExtraKeysParser {
         int want = ExtraKeys.PROMPT_EMBED_HASH_BYTES;
         if (text != null) {
             String s = text.strip();
-            if (s.length() == 2 * want && s.chars().allMatch(c -> Character.digit(c, 16) >= 0)) {
+            // ASCII hex only: Character.digit also takes fullwidth and other scripts' digits, which parseHex refuses
+            if (s.length() == 2 * want && s.chars().allMatch(c -> c < 0x80 && Character.digit(c, 16) >= 0)) {
                 return HexFormat.of().parseHex(s);
             }
             try {

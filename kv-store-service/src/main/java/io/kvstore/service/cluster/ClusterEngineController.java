@@ -220,6 +220,7 @@ public class ClusterEngineController {
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
     public ClusterLookupResponse lookup(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {
+        request.requireKnownFields();
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");
         }
