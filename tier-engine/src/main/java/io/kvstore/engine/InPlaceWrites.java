@@ -66,7 +66,11 @@ final class InPlaceWrites {
         try {
             for (InPlaceBlock b : blocks) {
                 CatalogEntry entry = catalog.get(b.key());
-                if (entry != null && entry.resident()) {
+                TierId holder = entry == null ? null : entry.fastestTier();
+                if (entry != null && holder != null) {
+                    // reported as stored, so it must be where a write-through namespace asks (its first
+                    // write-through may have failed)
+                    mover.writeThroughIfAsked(new Residency.Stored(holder, false, entry));
                     resident.add(b.key());
                 } else {
                     slots.add(new Reservation.Slot(b, reserveWithRoom(memory, b.length())));
@@ -183,6 +187,7 @@ final class InPlaceWrites {
             mover.afterStore(stored);
         } else {
             memory.releaseSlot(offset, b.length());
+            mover.writeThroughIfAsked(stored);
         }
         return stored;
     }

@@ -147,16 +147,27 @@ final class Mover implements AutoCloseable {
 
     /** What follows a new copy in {@code stored.tier()}: write-through when its namespace asks, then demotion. */
     void afterStore(Residency.Stored stored) throws IOException {
+        writeThroughIfAsked(stored);
+        afterInsert(stored.tier());
+    }
+
+    /**
+     * Write-through for a store, also one that found its block already resident: a store whose copy
+     * through failed left the block in a faster tier only, and the store that repeats it must not return
+     * before the block is on the durable tier.
+     */
+    void writeThroughIfAsked(Residency.Stored stored) throws IOException {
         CatalogEntry entry = stored.entry();
         TierId durable = stack.slowest();
-        if (durable != stored.tier() && writeThrough.contains(entry.key().namespace())) {
+        if (durable != stored.tier()
+                && !entry.residentIn(durable)
+                && writeThrough.contains(entry.key().namespace())) {
             try {
                 copyThrough(entry, stored.tier(), durable);
             } catch (BlockNotFoundException deletedMeanwhile) {
                 // a delete that came after this store won; nothing is left to copy through
             }
         }
-        afterInsert(stored.tier());
     }
 
     /**

@@ -228,6 +228,8 @@ public final class TierEngine implements AutoCloseable {
                 (entry, record) -> mover.writeWithRoom(tier, entry, record, bytes));
         if (stored.copied()) {
             mover.afterStore(stored);
+        } else {
+            mover.writeThroughIfAsked(stored);
         }
         return stored.tier();
     }

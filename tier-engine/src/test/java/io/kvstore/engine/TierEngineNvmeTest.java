@@ -1,12 +1,14 @@
 package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
@@ -105,6 +107,66 @@ class TierEngineNvmeTest {
                 assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
                 assertThat(engine.info(TestBlocks.key("volatile", 1))).isNull();
             }
+        }
+    }
+    /**
+     * Stores {@code key} in a write-through namespace while NVMe is full of pinned blocks, so its write-through
+     * fails and the put with it; then makes room again. The block is left in DRAM only.
+     */
+    private static void failWriteThrough(TierEngine engine, Arena arena, BlockKey key) throws Exception {
+        engine.setWriteThrough(key.namespace(), true);
+        List<BlockKey> filler = new ArrayList<>();
+        try {
+            for (long id = 1; id <= 1000; id++) {
+                BlockKey k = TestBlocks.key("filler", id);
+                engine.put(k, null, TestBlocks.bytes(arena, id, BLOCK), TierId.NVME);
+                engine.pin(List.of(k));
+                filler.add(k);
+            }
+        } catch (TierFullException full) {
+            // the NVMe tier is full
+        }
+        assertThat(filler).isNotEmpty();
+        assertThatThrownBy(() -> engine.put(key, null, TestBlocks.bytes(arena, 1, BLOCK)))
+                .isInstanceOf(TierFullException.class);
+        engine.unpin(filler);
+    }
+
+    private void assertDurable(Arena arena, BlockKey key) throws Exception {
+        try (TierEngine engine = open()) {
+            MemorySegment dst = arena.allocate(BLOCK);
+            engine.get(key, dst);
+            assertThat(dst.mismatch(TestBlocks.bytes(arena, 1, BLOCK))).isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void aPutRetriedAfterItsWriteThroughFailedIsOnNvmeWhenItReturns() throws Exception {
+        BlockKey key = TestBlocks.key("durable", 1);
+        try (Arena arena = Arena.ofShared()) {
+            try (TierEngine engine = open()) {
+                failWriteThrough(engine, arena, key);
+                // the client retries; a put that returns must have written the block through
+                engine.put(key, null, TestBlocks.bytes(arena, 1, BLOCK));
+                assertThat(engine.info(key).tiers()).contains(TierId.NVME);
+            }
+            assertDurable(arena, key);
+        }
+    }
+
+    @Test
+    void aReservationThatFindsABlockWhoseWriteThroughFailedWritesItThrough() throws Exception {
+        BlockKey key = TestBlocks.key("durable", 1);
+        try (Arena arena = Arena.ofShared()) {
+            try (TierEngine engine = open()) {
+                failWriteThrough(engine, arena, key);
+                // a one-sided writer retries: the block is reported as already stored, so it must be durable
+                Reservation r = engine.reserve(List.of(new InPlaceBlock(key, null, BLOCK)), TierId.DRAM, null);
+                assertThat(r.alreadyStored()).containsExactly(key);
+                engine.cancel(r.id());
+                assertThat(engine.info(key).tiers()).contains(TierId.NVME);
+            }
+            assertDurable(arena, key);
         }
     }
 }

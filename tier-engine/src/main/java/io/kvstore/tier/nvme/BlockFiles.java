@@ -27,6 +27,9 @@ final class BlockFiles implements AutoCloseable {
 
     private final java.util.concurrent.atomic.AtomicIntegerArray openFds;
     private final Path[] paths;
+    /** Each file's length when the tier opened (0 for a file that did not exist), for checking the index. */
+    private final long[] lengthAtOpen;
+
     private volatile boolean direct = true;
     private volatile boolean warnedBuffered;
     private volatile boolean warnedTruncate;
@@ -35,6 +38,7 @@ final class BlockFiles implements AutoCloseable {
         this.config = config;
         this.fds = new int[config.fileCount()];
         this.paths = new Path[config.fileCount()];
+        this.lengthAtOpen = new long[config.fileCount()];
         this.openFds = new java.util.concurrent.atomic.AtomicIntegerArray(config.fileCount());
         for (int i = 0; i < config.fileCount(); i++) {
             openFds.set(i, -1);
@@ -48,6 +52,7 @@ final class BlockFiles implements AutoCloseable {
             Path dir = config.paths().get(i % config.paths().size());
             paths[i] = dir.resolve(String.format("blocks-%05d.dat", i));
             if (Files.exists(paths[i])) {
+                lengthAtOpen[i] = Files.size(paths[i]);
                 open(i);
                 openFds.set(i, fds[i]);
             }
@@ -72,6 +77,17 @@ final class BlockFiles implements AutoCloseable {
         } finally {
             Files.deleteIfExists(probe);
         }
+    }
+
+    /**
+     * Whether the file holding {@code offset} held all of {@code [offset, offset + length)} when the tier
+     * opened: an index entry naming a slot past the end of a file cut short (or missing) has no bytes to serve.
+     */
+    boolean heldAtOpen(long offset, long length) {
+        int file = fileOf(offset);
+        return file >= 0
+                && file < lengthAtOpen.length
+                && offset % config.fileSizeBytes() + length <= lengthAtOpen[file];
     }
 
     /** Whether I/O bypasses the page cache. */

@@ -88,7 +88,13 @@ public final class NvmeTier implements BlockTier {
                 Thread.ofPlatform().name("kvstore-nvme-io-", 0).daemon().factory());
         List<BlockRecord> found = new ArrayList<>();
         long bytes = 0;
+        java.util.SortedMap<Integer, Integer> cutShort = new java.util.TreeMap<>(); // file -> entries dropped
         for (NvmeIndex.Entry entry : index.loadAll()) {
+            if (!files.heldAtOpen(entry.offset(), entry.slotSize())) {
+                cutShort.merge(files.fileOf(entry.offset()), 1, Integer::sum);
+                index.delete(entry.record().key());
+                continue;
+            }
             try {
                 slabs.claim(entry.offset(), entry.slotSize());
             } catch (IllegalStateException | IllegalArgumentException conflict) {
@@ -103,6 +109,12 @@ public final class NvmeTier implements BlockTier {
             blocks.put(entry.record().key(), entry);
             found.add(entry.record());
             bytes += entry.record().length();
+        }
+        if (!cutShort.isEmpty()) {
+            log.warn(
+                    "NVMe block files cut short or missing since the last run (file -> index entries past its end, "
+                            + "dropped): {}",
+                    cutShort);
         }
         this.recovered = List.copyOf(found);
         log.info(

@@ -139,6 +139,32 @@ class NvmeTierTest {
     }
 
     @Test
+    void aBlockFileCutShortWhileDownDoesNotLeaveBlocksThatFailWithAnIoErrorForever() throws Exception {
+        BlockKey cut = TestBlocks.key("m", 2);
+        Path file;
+        long end;
+        try (NvmeTier tier = new NvmeTier(config(dir, 2 << 20))) {
+            store(tier, 1);
+            store(tier, 2);
+            file = tier.fileOf(cut);
+            end = tier.offsetOf(cut) % tier.fileSize() + 4096; // the file now ends inside block 2's slot
+        }
+        try (RandomAccessFile f = new RandomAccessFile(file.toFile(), "rw")) {
+            f.setLength(end);
+        }
+        try (NvmeTier tier = new NvmeTier(config(dir, 2 << 20))) {
+            assertReadsBack(tier, 1);
+            // its bytes are gone: not served, and not left in the tier failing every read with EOF
+            assertThatThrownBy(() -> tier.read(cut, arena.allocate(BLOCK)))
+                    .isInstanceOfAny(BlockNotFoundException.class, ChecksumMismatchException.class);
+            assertThat(tier.contains(cut)).isFalse();
+            // and its slot is usable again
+            store(tier, 3);
+            assertReadsBack(tier, 3);
+        }
+    }
+
+    @Test
     void fullTierRefusesAndKeepsServing() throws Exception {
         try (NvmeTier tier = new NvmeTier(config(dir, 1 << 20))) {
             int stored = 0;
