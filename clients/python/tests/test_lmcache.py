@@ -150,3 +150,78 @@ def test_an_unreachable_service_is_none_and_misses(ns, loop):
     with pytest.raises(KvStoreUnavailable):  # LMCache's remote backend logs a failed put and goes on
         loop.run_until_complete(c.put(Key(1), chunk(1)))
     loop.run_until_complete(c.close())
+
+
+def test_close_releases_the_data_paths_threads(service, ns, loop):
+    import threading
+
+    before = set(threading.enumerate())
+    c = connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop)
+    loop.run_until_complete(c.put(Key(1), chunk(1)))
+    assert c._data_path().kind == "shm"
+    loop.run_until_complete(c.close())
+    for t in set(threading.enumerate()) - before:
+        if t.name.startswith(("kvstore-control", "kvstore-lmc")):
+            t.join(timeout=5)
+    assert [t.name for t in set(threading.enumerate()) - before if t.name.startswith("kvstore-control")] == []
+
+
+def test_a_get_lmcache_gave_up_on_hands_its_memory_objects_back(fresh_service, ns):
+    """RemoteBackend.batched_get_blocking waits blocking_timeout_secs for the coroutine, then cancels it; the
+    chunks read after that must not stay allocated from LMCache's CPU pool."""
+    import asyncio as aio
+    import threading
+
+    lp = aio.new_event_loop()
+    thread = threading.Thread(target=lp.run_forever, daemon=True)  # LMCache's loop runs on its own thread
+    thread.start()
+    allocated = []
+
+    class Tracking(LocalCPUBackend):
+        def allocate(self, shape, dtype, fmt):
+            obj = super().allocate(shape, dtype, fmt)
+            allocated.append(obj)
+            return obj
+
+    c = create_plugin_connector(f"kvstore://127.0.0.1:{fresh_service.port}/{ns}", lp, Tracking(), Config(), None)
+    try:
+        aio.run_coroutine_threadsafe(c.batched_put([Key(1), Key(2)], [chunk(1), chunk(2)]), lp).result(30)
+        os.kill(fresh_service.proc.pid, signal.SIGSTOP)
+        time.sleep(0.5)
+        try:
+            future = aio.run_coroutine_threadsafe(c.batched_get([Key(1), Key(2)]), lp)
+            with pytest.raises(Exception):  # concurrent.futures.TimeoutError
+                future.result(1)
+            future.cancel()
+        finally:
+            os.kill(fresh_service.proc.pid, signal.SIGCONT)
+        deadline = time.monotonic() + 15  # the read finishes on the pool meanwhile
+        while time.monotonic() < deadline and not (len(allocated) == 2 and all(o.get_ref_count() == 0 for o in allocated)):
+            time.sleep(0.05)
+        assert len(allocated) == 2 and [o.get_ref_count() for o in allocated] == [0, 0]
+    finally:
+        aio.run_coroutine_threadsafe(c.close(), lp).result(60)
+        lp.call_soon_threadsafe(lp.stop)
+        thread.join(10)
+
+
+def test_a_chunk_that_is_not_lmcaches_is_none_and_the_others_still_come(service, ns, loop):
+    import kvstore
+    from kvstore.lmcache import key_hash
+
+    allocated = []
+
+    class Tracking(LocalCPUBackend):
+        def allocate(self, shape, dtype, fmt):
+            obj = super().allocate(shape, dtype, fmt)
+            allocated.append(obj)
+            return obj
+
+    c = create_plugin_connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop, Tracking(), Config(), None)
+    loop.run_until_complete(c.put(Key(1), chunk(1)))
+    # another writer of the namespace stored a block under the second chunk's hash that has no chunk header
+    kvstore.KvStoreClient(service.url).store(ns, [kvstore.Block(key_hash(Key(2)), np.zeros(c.block_bytes, np.uint8))])
+    got = loop.run_until_complete(c.batched_get([Key(1), Key(2)]))
+    assert got[1] is None and bytes(got[0].byte_array) == bytes(chunk(1).byte_array)
+    assert [o.get_ref_count() for o in allocated] == [1]  # only what was handed over is allocated
+    loop.run_until_complete(c.close())

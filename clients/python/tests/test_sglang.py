@@ -165,3 +165,54 @@ def test_a_restart_under_the_backend_never_yields_wrong_pages(fresh_service, ns,
     more = page_keys(4, "restart-2")
     assert b.batch_set_v1(more, token_indices(range(8, 12))) == [True] * 4
     assert b.batch_get_v1(more, token_indices(range(30, 34))) == [True] * 4
+
+
+def test_the_documented_configuration_selects_the_zero_copy_calls():
+    """HiCacheController.attach_storage_backend (001067ff) hands a "dynamic" backend batch_get_v1 /
+    batch_set_v1 only when extra_config has a true "interface_v1"; otherwise it calls batch_get / batch_set with
+    host-pool tensors (one copy more, and torch's .numpy() raises on bfloat16 pages, which ends the backup and
+    prefetch threads)."""
+    import json
+    import re
+    from pathlib import Path
+
+    import kvstore.sglang
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    for where, text in (("kvstore.sglang", kvstore.sglang.__doc__), ("README.md", readme)):
+        m = re.search(r"--hicache-storage-backend-extra-config\s+'(\{.*?\})'", text, re.S)
+        assert m, where
+        extra = json.loads(m.group(1))
+        assert extra["module_path"] == "kvstore.sglang" and extra["class_name"] == "KvStoreHiCache"
+        assert bool(extra.get("interface_v1", 0)), f"{where}: SGLang would use batch_get/batch_set, not the v1 calls"
+
+
+def test_detach_releases_the_backends_threads(service, ns, pool):
+    """HiCacheController.detach_storage_backend calls the backend's close() when it has one; a re-attach then
+    creates a new backend."""
+    import threading
+
+    before = set(threading.enumerate())
+    b = create(config(service.url, ns), pool)
+    assert b.batch_set_v1(page_keys(2, "detach"), token_indices(range(2))) == [True] * 2
+    assert b._data_path().kind == "shm"
+    assert hasattr(b, "close"), "SGLang skips close(): the data path's control threads and sockets stay"
+    b.close()
+    for t in set(threading.enumerate()) - before:
+        if t.name.startswith("kvstore-control"):
+            t.join(timeout=5)
+    assert [t.name for t in set(threading.enumerate()) - before if t.name.startswith("kvstore-control")] == []
+
+
+def test_pages_of_another_size_under_the_same_keys_are_misses_not_an_exception(service, ns, pool):
+    """The same model restarted with another --kv-cache-dtype (or a shared "namespace"): same page keys, pages of
+    another size. An exception out of batch_get_v1 ends SGLang's prefetch thread, which is never restarted."""
+    other = 2 * PAGE * LAYERS * HEADS * DIM  # fp8 pages: half the bytes
+    keys = page_keys(2, "dtype")
+    c = kvstore.KvStoreClient(service.url)
+    c.declare_namespace(ns, kvstore.Layout.for_bytes(other), hash_scheme="vllm:sha256", hash_seed="0")
+    c.store(ns, [kvstore.Block(bytes.fromhex(k), np.zeros(other, np.uint8)) for k in keys])
+    b = create(config(service.url, ns), pool)
+    before = pool.page(40 * PAGE)
+    assert b.batch_get_v1(keys, token_indices([40, 41])) == [False, False]
+    assert np.array_equal(pool.page(40 * PAGE), before)

@@ -229,3 +229,102 @@ def test_an_unreachable_service_is_misses_and_failed_jobs_not_errors(ns):
         assert not d.wait(d.job(keys, range(3), True, ReqContext("q"))).success
     finally:
         d.tier.shutdown()
+
+
+def test_a_block_that_failed_to_load_is_no_hit_again_for_the_same_request(service, driver, ns):
+    keys = keys_of(4, "relook")
+    fill(driver, range(4), 8)
+    assert driver.wait(driver.job(keys, range(4), False, ReqContext("w"))).success
+    req = ReqContext("r")
+    assert driver.lookup(keys, req) == [LookupResult.HIT] * 4
+    kvstore.KvStoreClient(service.url).delete(f"{ns}-g0", bytes(keys[2])[:-4])  # evicted after the HIT
+    r = driver.wait(driver.job(keys, range(20, 24), True, req))
+    assert not r.success and list(r.successful_keys) == keys[:2] + keys[3:]
+    # vLLM drops the failed block from its primary tier and, the request still waiting, looks it up again:
+    # a HIT would promote it again, fail again, and so on every step (the request never runs)
+    assert driver.lookup([keys[2]], req) == [LookupResult.MISS]
+
+
+def test_a_request_finished_while_its_lookup_is_in_flight_leaves_no_state_behind(driver):
+    import threading
+
+    gate = threading.Event()
+    holds = [driver.tier._executor.submit(gate.wait) for _ in range(2)]  # both io threads busy
+    req = ReqContext("aborted")
+    driver.tier.on_new_request(req)
+    keys = keys_of(3, "aborted")
+    assert [driver.tier.lookup(k, req) for k in keys] == [LookupResult.RETRY] * 3
+    driver.tier.on_schedule_end(ScheduleEndContext((), ()))  # the lookup is queued behind the busy threads
+    driver.tier.on_request_finished(req)  # aborted: no call for it follows
+    gate.set()
+    for h in holds:
+        h.result()
+    driver.tier.drain_jobs()
+    assert not [k for k in driver.tier._known if "aborted" in repr(k)]  # no answer kept for a finished request
+
+
+def test_drain_jobs_returns_only_once_every_submitted_jobs_result_can_be_taken(driver):
+    keys = keys_of(2, "drain")
+    fill(driver, range(2), 9)
+    done = driver.tier._done
+
+    def late(future, job):  # the pool's done-callback runs after waiters on the future were woken
+        time.sleep(0.3)
+        done(future, job)
+
+    driver.tier._done = late
+    jid = driver.job(keys, range(2), False, ReqContext("d"))
+    driver.tier.drain_jobs()  # reset_cache: then get_finished_jobs, then the primary tier is reset
+    assert [r.job_id for r in driver.tier.get_finished_jobs()] == [jid]
+
+
+def test_shutdown_releases_the_data_paths_threads(service, ns):
+    import threading
+
+    before = set(threading.enumerate())
+    d = Driver(service.url, ns)
+    fill(d, range(2), 10)
+    assert d.wait(d.job(keys_of(2, "shut"), range(2), False, ReqContext("s"))).success
+    assert d.tier._data_path().kind == "shm"
+    d.tier.shutdown()
+    for t in set(threading.enumerate()) - before:
+        if t.name.startswith(("kvstore-control", "kvstore-vllm")):
+            t.join(timeout=5)
+    assert [t.name for t in set(threading.enumerate()) - before if t.name.startswith("kvstore-control")] == []
+
+
+def test_a_load_from_a_hung_kvstore_fails_after_the_timeout_instead_of_hanging(fresh_service, ns):
+    d = Driver(fresh_service.url, ns, timeout=2)
+    try:
+        keys = keys_of(4, "hung")
+        fill(d, range(4), 11)
+        assert d.wait(d.job(keys, range(4), False, ReqContext("w"))).success
+        req = ReqContext("r")
+        assert d.lookup(keys, req) == [LookupResult.HIT] * 4
+        assert d.tier._data_path().control_kind == "socket"
+        os.kill(fresh_service.proc.pid, signal.SIGSTOP)  # alive but answering nothing
+        time.sleep(0.5)
+        try:
+            jid = d.job(keys, range(10, 14), True, req)
+            r = d.wait(jid, timeout=30)  # the configured timeout is 2 s
+        finally:
+            os.kill(fresh_service.proc.pid, signal.SIGCONT)
+        assert not r.success and not r.successful_keys
+    finally:
+        d.tier.shutdown()
+
+
+def test_a_load_job_that_fails_outright_is_no_hit_again_for_the_same_request(service, ns):
+    # another deployment's blocks (another block size) under the same keys: the whole load job fails
+    keys = keys_of(2, "other-size")
+    c = kvstore.KvStoreClient(service.url)
+    c.declare_namespace(f"{ns}-g0", kvstore.Layout.for_bytes(BLOCK // 2), hash_scheme="vllm:sha256", hash_seed="0")
+    c.store(f"{ns}-g0", [kvstore.Block(bytes(k)[:-4], np.zeros(BLOCK // 2, np.uint8)) for k in keys])
+    d = Driver(service.url, ns)
+    try:
+        req = ReqContext("r")
+        assert d.lookup(keys, req) == [LookupResult.HIT] * 2
+        assert not d.wait(d.job(keys, range(10, 12), True, req)).success
+        assert d.lookup(keys[:1], req) == [LookupResult.MISS]  # else: promote, fail, promote... every step
+    finally:
+        d.tier.shutdown()

@@ -128,8 +128,11 @@ class SocketControl:
 
     kind = "socket"
 
-    def __init__(self, path: str, token: Optional[str], locate: Callable[[], Optional[str]]):
+    def __init__(
+        self, path: str, token: Optional[str], locate: Callable[[], Optional[str]], timeout: Optional[float] = None
+    ):
         self.path = path
+        self.timeout = timeout  # seconds a call waits for kvstore's answer (the client's timeout), None: forever
         self.token = token or ""
         self._locate = locate
         self._local = threading.local()
@@ -147,6 +150,7 @@ class SocketControl:
 
     def _connect(self) -> socket.socket:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(self.timeout)  # a hung service fails the call (KvStoreUnavailable), as over HTTP
         try:
             s.connect(self.path)
             self._exchange(s, _HELLO, _str(self.token), "")
@@ -195,6 +199,9 @@ class SocketControl:
                 if getattr(e, "title", None) == "Malformed frame":
                     self._drop()  # kvstore closed this connection
                 raise
+            except socket.timeout as e:  # kvstore may have acted on the frame: no second try (as over HTTP)
+                self._drop()
+                raise KvStoreUnavailable(f"{_NAMES[kind]} over {self.path}: no answer in {self.timeout} s") from e
             except OSError as e:
                 self._drop()
                 if attempt:

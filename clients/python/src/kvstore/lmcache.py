@@ -140,7 +140,7 @@ class KvStoreConnector(RemoteConnector):
         return self._prefix([key_hash(key)]) == 1
 
     async def get(self, key):
-        return (await self._run(self._get_many, [key]))[0]
+        return (await self._run_get([key]))[0]
 
     async def put(self, key, memory_obj) -> None:
         await self._run(self._put_many, [key], [memory_obj])
@@ -150,13 +150,16 @@ class KvStoreConnector(RemoteConnector):
 
     async def close(self) -> None:
         self._executor.shutdown(wait=True)
+        path, self._path = self._path, None
+        if path is not None and hasattr(path, "close"):
+            path.close()  # the same-host path's control threads and socket connections
         self.client.close()
 
     def support_batched_get(self) -> bool:
         return True
 
     async def batched_get(self, keys) -> List[Optional[Any]]:
-        return await self._run(self._get_many, list(keys))
+        return await self._run_get(list(keys))
 
     def support_batched_put(self) -> bool:
         return True
@@ -193,6 +196,16 @@ class KvStoreConnector(RemoteConnector):
 
     async def _run(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def _run_get(self, keys):
+        """``_get_many`` on the pool. LMCache cancels a get it stopped waiting for (blocking_timeout_secs); the
+        read goes on on the pool, and the memory objects it allocates then go back to LMCache's pool."""
+        read = asyncio.get_running_loop().run_in_executor(self._executor, self._get_many, keys)
+        try:
+            return await asyncio.shield(read)
+        except asyncio.CancelledError:
+            read.add_done_callback(_give_back)
+            raise
 
     def _prefix(self, hashes: List[bytes]) -> int:
         try:
@@ -236,13 +249,23 @@ class KvStoreConnector(RemoteConnector):
         return [self._memory_obj(buf) if good else None for good, buf in zip(ok, buffers)]
 
     def _memory_obj(self, buf: np.ndarray):
-        shape, dtype_name, fmt, nbytes, _ = unpack_header(buf)
+        """The chunk as a memory object of LMCache's, or None (no chunk header, or one that does not fit)."""
+        try:
+            shape, dtype_name, fmt, nbytes, _ = unpack_header(buf)
+        except ValueError as e:
+            log.warning("kvstore: a block of %s is not an LMCache chunk (%s)", self.namespace, e)
+            return None
         obj = self.local_cpu_backend.allocate(_shape(shape), _dtype(dtype_name), _fmt(fmt))
         if obj is None:
             log.warning("LMCache could not allocate a chunk of %d bytes", nbytes)
             return None
-        dst = as_bytes(obj.byte_array)
-        dst[:nbytes] = buf[HEADER : HEADER + nbytes]
+        try:
+            dst = as_bytes(obj.byte_array)
+            dst[:nbytes] = buf[HEADER : HEADER + nbytes]
+        except (ValueError, TypeError) as e:
+            obj.ref_count_down()  # back to LMCache's pool
+            log.warning("kvstore: a chunk of %s does not fit its header (%s)", self.namespace, e)
+            return None
         return obj
 
     def _list(self) -> List[str]:
@@ -298,6 +321,15 @@ class KvStoreConnector(RemoteConnector):
         if self._path is None:
             self._path = data_path(self.client, self._local)
         return self._path
+
+
+def _give_back(read) -> None:
+    """Drops the memory objects of a get nobody waits for any more."""
+    if read.cancelled() or read.exception() is not None:
+        return
+    for obj in read.result():
+        if obj is not None:
+            obj.ref_count_down()
 
 
 def _shape(dims):

@@ -5,7 +5,10 @@ Targets ``python/sglang/srt/mem_cache/hicache_storage.py`` at sgl-project/sglang
 
     --enable-hierarchical-cache --hicache-storage-backend dynamic \\
     --hicache-storage-backend-extra-config '{"backend_name": "kvstore", "module_path": "kvstore.sglang",
-        "class_name": "KvStoreHiCache", "url": "http://127.0.0.1:8080"}'
+        "class_name": "KvStoreHiCache", "interface_v1": 1, "url": "http://127.0.0.1:8080"}'
+
+  (``"interface_v1": 1`` makes SGLang call ``batch_get_v1`` / ``batch_set_v1``; without it a dynamic backend
+  gets ``batch_get`` / ``batch_set`` with host-pool tensors.)
 
 - Keys: SGLang's page keys are chained SHA-256 hex digests; they are the kvstore block hashes as they are
   (any other key is hashed with SHA-256). A page's parent is the key before it in the batch, or the last
@@ -164,6 +167,13 @@ class KvStoreHiCache(HiCacheStorage):
             log.warning("kvstore: exists check failed (%s); reporting none", e)
             return 0
 
+    def close(self) -> None:
+        """Called by SGLang's detach_storage_backend: stops the data path's control threads and connections."""
+        path, self._path = self._path, None
+        if path is not None and hasattr(path, "close"):
+            path.close()
+        self.client.close()
+
     def clear(self) -> None:
         try:
             self.client.delete_namespace(self.namespace)
@@ -225,7 +235,7 @@ class KvStoreHiCache(HiCacheStorage):
                 n = self._data_path().load(self.namespace, hashes[i:], targets[i:])
             except NotFound:
                 n = 0
-            except KvStoreError as e:
+            except (KvStoreError, ValueError) as e:  # ValueError: the namespace's pages have another size
                 log.warning("kvstore: loading pages failed: %s", e)
                 break
             for j in range(i, i + n):

@@ -242,7 +242,7 @@ class LocalDataPath:
         self._socket: Optional[str] = None
         self._map()
         if control == "auto" and self._socket is not None:
-            self._ctl: Any = SocketControl(self._socket, client.token, self._socket_path)
+            self._ctl: Any = SocketControl(self._socket, client.token, self._socket_path, client._conns.timeout)
         else:
             self._ctl = HttpControl(client)
         self.control_kind: str = self._ctl.kind

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -94,7 +95,9 @@ class KvStoreTier(SecondaryTierManager):
         self._path_lock = threading.Lock()
         self._path = None
         self._declared: set = set()
-        self._known: Dict[Tuple[str, bytes], bool] = {}  # (request, key) -> stored
+        # request -> key -> stored; a request's entry exists from its first lookup until it finishes, and
+        # answers arriving after that are dropped
+        self._known: Dict[str, Dict[bytes, bool]] = {}
         self._queued: Dict[str, List[bytes]] = defaultdict(list)  # lookups not yet sent, per request
         self._asked: set = set()  # (request, key) sent and not answered
         self._futures: set = set()
@@ -109,7 +112,7 @@ class KvStoreTier(SecondaryTierManager):
     def lookup(self, key, req_context) -> LookupResult:
         k = (req_context.req_id, bytes(key))
         with self._lock:
-            known = self._known.get(k)
+            known = self._known.setdefault(req_context.req_id, {}).get(k[1])
             if known is not None:
                 return LookupResult.HIT if known else LookupResult.MISS
             if k not in self._asked:
@@ -142,8 +145,7 @@ class KvStoreTier(SecondaryTierManager):
         rid = req_context.req_id
         with self._lock:
             self._queued.pop(rid, None)
-            for k in [k for k in self._known if k[0] == rid]:
-                del self._known[k]
+            self._known.pop(rid, None)
             self._asked = {k for k in self._asked if k[0] != rid}
 
     def on_schedule_end(self, context) -> None:
@@ -152,16 +154,23 @@ class KvStoreTier(SecondaryTierManager):
                 self._send_lookups_locked(rid)
 
     def drain_jobs(self) -> None:
+        # a future leaves _futures in its done-callback, after its result is queued; waiters on the future
+        # wake before that callback runs, so wait for _futures to empty, not for the futures to be done
         while True:
             with self._lock:
-                pending = [f for f in self._futures if not f.done()]
+                pending = list(self._futures)
             if not pending:
                 return
-            wait(pending)
+            if not wait(pending, timeout=1.0).not_done:
+                time.sleep(0.001)
 
     def shutdown(self) -> None:
         self.drain_jobs()
         self._executor.shutdown(wait=True)
+        with self._path_lock:
+            path, self._path = self._path, None
+        if path is not None and hasattr(path, "close"):
+            path.close()  # the same-host path's control threads and socket connections
         self._client.close()
 
     # ------------------------------------------------------------------ work on the pool
@@ -180,6 +189,13 @@ class KvStoreTier(SecondaryTierManager):
             result = JobResult(job_id=job.job_id, success=False)
         with self._lock:
             self._futures.discard(future)
+            if job.is_promotion and not result.success:
+                # vLLM frees a failed block's primary slot and looks it up again while the request waits: a
+                # cached HIT would promote it again, and fail again, every step; it is a miss from now on
+                known = self._known.get(job.req_context.req_id)
+                if known is not None:
+                    for k in set(map(bytes, job.keys)).difference(map(bytes, result.successful_keys or ())):
+                        known[k] = False
             self._finished.append(result)
 
     def _send_lookups_locked(self, rid: str) -> None:
@@ -197,10 +213,11 @@ class KvStoreTier(SecondaryTierManager):
             answers = {k: False for k in keys}
         with self._lock:
             self._futures.discard(future)
+            known = self._known.get(rid)  # None: the request finished meanwhile
             for k in keys:
                 self._asked.discard((rid, k))
-                if k in answers:
-                    self._known[(rid, k)] = answers[k]
+                if k in answers and known is not None:
+                    known[k] = answers[k]
 
     def _lookup_batch(self, rid: str, keys: List[bytes]) -> Dict[bytes, bool]:
         """One prefix lookup per group, in the order vLLM asked: the matched ones are stored, the next is

@@ -31,3 +31,16 @@ class TensorMemoryObj:
     @property
     def byte_array(self):
         return memoryview(self._buf)
+
+    # reference counting as LMCache's MemoryObj has it: an object allocated from the local CPU backend starts
+    # at 1 and goes back to the allocator's pool when it reaches 0
+    ref_count = 1
+
+    def ref_count_up(self):
+        self.ref_count += 1
+
+    def ref_count_down(self):
+        self.ref_count -= 1
+
+    def get_ref_count(self):
+        return self.ref_count

@@ -66,6 +66,16 @@ class AdminApiTest extends ServiceTest {
     }
 
     @Test
+    void anEvictionPolicyEntryWithoutPolicyOrWatermarksIsRefusedNotIgnored() throws Exception {
+        // a misspelt key ("polcy") used to answer 200 and change nothing
+        var typo = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{\"polcy\":\"LFU\"}}", ADMIN);
+        assertThat(typo.statusCode()).as(typo.body()).isEqualTo(400);
+        assertThat(typo.body()).contains("\"field\":\"DRAM\"", "needs policy and/or watermarks");
+        var empty = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{}}", ADMIN);
+        assertThat(empty.statusCode()).as(empty.body()).isEqualTo(400);
+    }
+
+    @Test
     void pinnedBlocksStayInDramThroughAnExplicitEviction() throws Exception {
         http.json("PUT", "/v1/namespaces/pins", TestLayout.declaration("m"));
         int[] tokens = TestLayout.tokens(4, 81);

@@ -154,7 +154,8 @@ public class AdminController {
         for (var entry : request.entrySet()) {
             TierId tier = tier(entry.getKey(), entry.getKey());
             PolicyView v = entry.getValue();
-            if (v == null) {
+            // an entry naming none of them (a misspelt key, which Jackson skips) would change nothing and answer 200
+            if (v == null || (v.policy() == null && v.highWatermark() == null && v.lowWatermark() == null)) {
                 throw new InvalidRequestException(entry.getKey(), entry.getKey() + " needs policy and/or watermarks");
             }
             TierSettings current = engine.settings(tier);

@@ -99,6 +99,12 @@ public record KvStoreProperties(
             return lowWatermark > 0 && lowWatermark < highWatermark && highWatermark <= 1.0;
         }
 
+        @AssertTrue(message = "provider must be one of host, emulated-device, cuda-pinned, cuda-device")
+        public boolean isProviderKnown() {
+            // MemoryProvider.NAMES (only the wiring may see the tier classes); KvStorePropertiesTest keeps them equal
+            return provider == null || PROVIDERS.contains(provider);
+        }
+
         @AssertTrue(message = "slab-size must be a positive multiple of 4KB, at most the capacity")
         public boolean isSlabSizeValid() {
             return slabSize == null
@@ -204,7 +210,13 @@ public record KvStoreProperties(
             @NotNull @DefaultValue("") String group,
             @Nullable String controlSocket,
             @Min(1) @Max(65_536) @DefaultValue("256") int controlMaxConnections,
-            @NotNull @DefaultValue("10s") Duration controlHelloTimeout) {}
+            @NotNull @DefaultValue("10s") Duration controlHelloTimeout) {
+
+        @AssertTrue(message = "kvstore.local.control-hello-timeout must be positive")
+        public boolean isControlHelloTimeoutPositive() {
+            return positive(controlHelloTimeout);
+        }
+    }
 
     /**
      * One engine API token.
@@ -255,6 +267,26 @@ public record KvStoreProperties(
             @DefaultValue("0.5") double reservedFractionPerTenant,
             @DefaultValue("1.0") double tierFractionPerTenant) {
 
+        @AssertTrue(message = "kvstore.limits.max-json-body must be positive")
+        public boolean isMaxJsonBodyPositive() {
+            return maxJsonBody == null || maxJsonBody.toBytes() > 0;
+        }
+
+        @AssertTrue(message = "kvstore.limits.upload-deadline must be positive")
+        public boolean isUploadDeadlinePositive() {
+            return positive(uploadDeadline);
+        }
+
+        @AssertTrue(message = "kvstore.limits.frame-timeout must be positive")
+        public boolean isFrameTimeoutPositive() {
+            return positive(frameTimeout);
+        }
+
+        @AssertTrue(message = "kvstore.limits.max-reservation-timeout must be positive")
+        public boolean isMaxReservationTimeoutPositive() {
+            return positive(maxReservationTimeout);
+        }
+
         @AssertTrue(message = "kvstore.limits.tier-fraction-per-tenant must be in (0, 1]")
         public boolean isTierFractionValid() {
             return tierFractionPerTenant > 0 && tierFractionPerTenant <= 1;
@@ -276,5 +308,24 @@ public record KvStoreProperties(
      * @param nvme bytes in the NVMe tier
      * @param reserved bytes the tenant may hold in uncommitted reservations at once
      */
-    public record TenantQuota(DataSize hbm, DataSize dram, DataSize nvme, DataSize reserved) {}
+    public record TenantQuota(DataSize hbm, DataSize dram, DataSize nvme, DataSize reserved) {
+
+        @AssertTrue(message = "kvstore.tenants.<tenant>.hbm, dram, nvme and reserved must not be negative")
+        public boolean isNotNegative() {
+            for (DataSize d : new DataSize[] {hbm, dram, nvme, reserved}) {
+                if (d != null && d.isNegative()) {
+                    return false;
+                }
+            }
+            return true;
+        }
+    }
+
+    /** The memory providers a tier may name. */
+    static final List<String> PROVIDERS = List.of("host", "emulated-device", "cuda-pinned", "cuda-device");
+
+    /** Whether {@code d} is unset (its own {@code @NotNull} reports that) or longer than zero. */
+    private static boolean positive(@Nullable Duration d) {
+        return d == null || (!d.isNegative() && !d.isZero());
+    }
 }

@@ -76,4 +76,35 @@ class KvStorePropertiesTest {
         assertThat(p.tenants().get("team-a").dram().toGigabytes()).isEqualTo(1);
         assertThat(p.leaseTimeout()).hasSeconds(120);
     }
+
+    @Test
+    void aNegativeOrZeroLimitIsRefusedNamingItsProperty() {
+        for (var bad : Map.of(
+                        "kvstore.limits.max-json-body", "-1MB",
+                        "kvstore.limits.upload-deadline", "-5s",
+                        "kvstore.limits.frame-timeout", "0s",
+                        "kvstore.limits.max-reservation-timeout", "-1s",
+                        "kvstore.local.control-hello-timeout", "0s")
+                .entrySet()) {
+            assertThatThrownBy(() -> bind(Map.of(bad.getKey(), bad.getValue())))
+                    .as(bad.getKey())
+                    .cause()
+                    .isInstanceOf(BindValidationException.class)
+                    .hasMessageContaining(bad.getKey());
+        }
+    }
+
+    @Test
+    void aNegativeTenantQuotaIsRefusedNamingItsProperty() {
+        assertThatThrownBy(() -> bind(Map.of("kvstore.tenants.team-a.dram", "-1GB")))
+                .cause()
+                .isInstanceOf(BindValidationException.class)
+                .hasMessageContaining("kvstore.tenants.team-a");
+    }
+
+    @Test
+    void theProvidersAConfigMayNameAreTheTierEnginesOwn() {
+        assertThat(KvStoreProperties.PROVIDERS)
+                .containsExactlyInAnyOrderElementsOf(io.kvstore.tier.memory.MemoryProvider.NAMES);
+    }
 }

@@ -43,6 +43,13 @@ public sealed interface MemoryProvider
      */
     MemoryRegion allocate(long bytes);
 
+    /** The configuration names of the providers, as {@link #named} takes them. */
+    java.util.List<String> NAMES = java.util.List.of(
+            HostMemoryProvider.NAME,
+            EmulatedDeviceMemoryProvider.NAME,
+            CudaPinnedMemoryProvider.NAME,
+            CudaDeviceMemoryProvider.NAME);
+
     /** The provider for a configuration name, with the list of valid names in the error otherwise. */
     static MemoryProvider named(String name) {
         return switch (name) {
@@ -51,8 +58,8 @@ public sealed interface MemoryProvider
             case CudaPinnedMemoryProvider.NAME -> new CudaPinnedMemoryProvider();
             case CudaDeviceMemoryProvider.NAME -> new CudaDeviceMemoryProvider();
             default ->
-                throw new IllegalArgumentException("unknown memory provider '" + name
-                        + "'; expected one of host, emulated-device, cuda-pinned, cuda-device");
+                throw new IllegalArgumentException(
+                        "unknown memory provider '" + name + "'; expected one of " + String.join(", ", NAMES));
         };
     }
 }

@@ -1,0 +1,71 @@
+package io.kvstore.service;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.builder.SpringApplicationBuilder;
+import org.springframework.boot.test.system.CapturedOutput;
+import org.springframework.boot.test.system.OutputCaptureExtension;
+
+/**
+ * A bad {@code kvstore.*} value stops start-up with one message naming the property, under "APPLICATION
+ * FAILED TO START", never "Application run failed" and a wall of bean-creation stack trace.
+ */
+@ExtendWith(OutputCaptureExtension.class)
+class StartupConfigurationTest {
+
+    @TempDir
+    Path dir;
+
+    private void failsToStart(CapturedOutput log, String message, String... properties) {
+        String[] args = new String[properties.length + 3];
+        args[0] = "--server.port=0";
+        args[1] = "--kvstore.data-dir=" + dir.resolve("data");
+        args[2] = "--kvstore.transport.enabled=false";
+        System.arraycopy(properties, 0, args, 3, properties.length);
+        assertThatThrownBy(() -> new SpringApplicationBuilder(KvStoreApplication.class).run(args))
+                .isInstanceOf(RuntimeException.class);
+        assertThat(log.getOut() + log.getErr())
+                .contains("APPLICATION FAILED TO START", message)
+                .doesNotContain("Application run failed")
+                .doesNotContainPattern("\\n\\s+at io\\.kvstore\\.");
+    }
+
+    @Test
+    void anNvmeCapacityThatIsNotAMultipleOfTheFileSizeIsOneLineNotAStackTrace(CapturedOutput log) {
+        failsToStart(
+                log,
+                "kvstore.tiers.nvme.capacity must be a multiple of the file size",
+                "--kvstore.tiers.nvme.capacity=20MB",
+                "--kvstore.tiers.nvme.file-size=8MB",
+                "--kvstore.tiers.nvme.slab-size=4MB",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    @Test
+    void aBadNixlBackendFlagIsOneLineNotAStackTrace(CapturedOutput log) {
+        failsToStart(
+                log,
+                "kvstore.nixl.backends.UCX='maybe' is not allowed",
+                "--kvstore.nixl.backends.UCX=maybe",
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    @Test
+    void anUnknownMemoryProviderIsOneLineNotAStackTrace(CapturedOutput log) {
+        failsToStart(
+                log,
+                "provider must be one of host, emulated-device, cuda-pinned, cuda-device",
+                "--kvstore.tiers.dram.provider=gpu",
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+}
