@@ -159,3 +159,90 @@ def test_all_hashes_names_every_full_block_so_a_client_stores_under_kvstore_hash
     client.store(ns, [Block(h, d, hs[i - 1] if i else None) for i, (h, d) in enumerate(zip(hs, data))])
     again = client.lookup(ns, token_ids=tokens)
     assert again.matched_blocks == 5 and again.matched_tokens == 5 * SMALL.block_size
+
+
+def _stalling_server(first_body_sent: bytes, first_body_length: int):
+    """An HTTP server whose first answer sends part of its body and stalls; later answers are
+    whole. Returns (url, the request lines it received)."""
+    import socket
+    import threading
+    import time
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(5)
+    seen = []
+
+    def accept():
+        while True:
+            conn, _ = srv.accept()
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    def serve(conn):
+        f = conn.makefile("rb")
+        while True:
+            line = f.readline()
+            if not line:
+                return
+            while f.readline() not in (b"\r\n", b""):
+                pass
+            seen.append(line.decode().strip())
+            if len(seen) == 1:
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                conn.sendall(b"Content-Length: %d\r\n\r\n" % first_body_length + first_body_sent)
+                time.sleep(3)
+            else:
+                body = b'{"namespaces":["x"]}'
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+
+    threading.Thread(target=accept, daemon=True).start()
+    return f"http://127.0.0.1:{srv.getsockname()[1]}", seen
+
+
+def test_a_body_that_stalls_past_the_timeout_is_unavailable_and_the_next_call_goes_out_on_a_new_connection():
+    url, seen = _stalling_server(b'{"namespa', 20)
+    c = kvstore.KvStoreClient(url, timeout=0.5)
+    with pytest.raises(kvstore.KvStoreUnavailable):
+        c.namespaces()
+    # the half-read answer must not be left on the connection: the next call is answered, not sent and then
+    # refused by http.client (which the service would have acted on)
+    assert c.namespaces() == ["x"]
+
+
+def test_a_fetch_answer_that_stalls_mid_block_past_the_timeout_is_unavailable():
+    h = bytes(32)
+    frame_start = bytes((32,)) + h + b"\x00" + (64).to_bytes(4, "big") + bytes(10)  # 10 of the block's 64 bytes
+    url, _ = _stalling_server(frame_start, len(frame_start) + 54)
+    c = kvstore.KvStoreClient(url, timeout=0.5)
+    with pytest.raises(kvstore.KvStoreUnavailable):
+        c.fetch("ns", [h])
+    assert c.namespaces() == ["x"]
+
+
+def test_a_large_store_refused_before_its_body_is_read_raises_the_problem_not_unavailable(client, ns):
+    # 32 MiB batches: the service answers (and closes) long before the client has sent the body
+    big = Layout.for_bytes(1 << 20)
+    blocks = [Block(h, np.zeros(1 << 20, np.uint8)) for h in chain(32, ns)]
+    with pytest.raises(kvstore.NotFound) as e:
+        client.store(ns, blocks)  # not declared yet: a vLLM adapter declares it again on NotFound
+    assert "not declared" in e.value.detail
+    client.declare_namespace(ns, big, hash_seed="0")
+    wrong = [Block(h, np.zeros((1 << 20) + 2, np.uint8)) for h in chain(32, ns)]
+    with pytest.raises(kvstore.BadRequest) as e:
+        client.store(ns, wrong)
+    assert "frame 0" in e.value.detail
+    assert client.store(ns, blocks[:2])["storedBlocks"] == 2  # and the client goes on
+
+
+def test_a_store_over_the_request_size_limit_raises_payload_too_large(tmp_path):
+    from service import Service
+
+    svc = Service(tmp_path / "kv", local=False, extra_args=["--kvstore.max-request-size=4MB"]).start()
+    try:
+        c = kvstore.KvStoreClient(svc.url)
+        c.declare_namespace("py-limit", Layout.for_bytes(1 << 20), hash_seed="0")
+        with pytest.raises(kvstore.PayloadTooLarge) as e:
+            c.store("py-limit", [Block(h, np.zeros(1 << 20, np.uint8)) for h in chain(32, "limit")])
+        assert "kvstore.max-request-size" in e.value.detail
+    finally:
+        svc.stop()

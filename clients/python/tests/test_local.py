@@ -368,6 +368,27 @@ def test_without_the_local_path_data_path_falls_back_to_http_and_says_why(tmp_pa
         svc.stop()
 
 
+def test_a_token_without_the_one_sided_grant_gets_the_http_path(tmp_path):
+    # README: give only trusted engines oneSided tokens and "the others HTTP only"; data_path(client) must
+    # then fall back to HTTP, not fail every store and load with 403
+    svc = Service(tmp_path / "kv").start()
+    try:
+        issued = svc.admin("POST", "/admin/tokens", {"tenant": "t", "write": ["py-*"], "oneSided": False})
+        c = kvstore.KvStoreClient(svc.url, token=issued["token"])
+        path = data_path(c)
+        assert isinstance(path, HttpDataPath)
+        c.declare_namespace("py-http-only", SMALL, hash_seed="0")
+        hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=41)
+        path.store("py-http-only", blocks)
+        out = [np.zeros(SMALL.block_bytes, np.uint8) for _ in hashes]
+        assert path.load("py-http-only", hashes, out) == 3
+        assert all(np.array_equal(a, b) for a, b in zip(data, out))
+        with pytest.raises(kvstore.Forbidden):
+            data_path(c, local="require")
+    finally:
+        svc.stop()
+
+
 def test_a_killed_client_holding_a_lease_has_its_blocks_freed_when_the_lease_expires(service, client, local, ns):
     import subprocess
     import sys
@@ -457,6 +478,26 @@ def test_a_load_of_blocks_partly_in_dram_and_partly_on_nvme_loads_every_block(se
         assert np.array_equal(want, have)
 
 
+def test_a_load_in_steps_goes_on_past_a_step_whose_blocks_came_over_http(service, client, local, ns, monkeypatch):
+    """A call over _STEP bytes whose first step holds NVMe-only blocks loads the later steps too, and fetch
+    does not call the first block of the next step a checksum mismatch."""
+    from kvstore import shm
+
+    monkeypatch.setattr(shm, "_STEP", 3 * SMALL.block_bytes)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(8, SMALL.block_bytes, seed=43)
+    local.store(ns, blocks)
+    service.admin("POST", "/admin/evict", {"tier": "DRAM", "namespace": ns})
+    assert client.lookup(ns, block_hashes=hashes).tiers == ["NVME"] * 8
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    assert local.load(ns, hashes, out) == 8
+    for want, have in zip(data, out):
+        assert np.array_equal(want, have)
+    for want, have in zip(data, local.fetch(ns, hashes)):
+        assert np.array_equal(want, have)
+    assert active_leases(service) == 0
+
+
 def test_the_http_path_does_not_count_a_block_that_failed_its_check_as_loaded(client, local, ns):
     """kvstore sends a block that fails its CRC32C mid-answer as a missing frame: the HTTP data path's load
     counts only the blocks before it, so an adapter never uses that block's untouched buffer as KV data."""
@@ -470,6 +511,27 @@ def test_the_http_path_does_not_count_a_block_that_failed_its_check_as_loaded(cl
     out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
     assert HttpDataPath(client).load(ns, hashes, out) == 1
     assert np.array_equal(out[0], data[0])
+
+
+def test_the_http_paths_fetch_raises_for_a_block_that_failed_its_check_as_the_local_paths_does(client, local, ns):
+    """data_path(c).fetch is "every block or NotFound / ChecksumMismatch" on both paths: over HTTP a missing
+    frame must not come back as None (or, with ``out``, as that block's untouched buffer)."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(3, SMALL.block_bytes, seed=46)
+    local.store(ns, blocks)
+    r = local._ctl.lease(ns, [hashes[1]])
+    off = r["locations"][0]["offset"]
+    local._ctl.release(r["leaseId"])
+    local.mem[off : off + 64] ^= 0xFF  # block 1 damaged in place
+    with pytest.raises(kvstore.ChecksumMismatch):
+        local.fetch(ns, hashes)
+    # kvstore drops a block that fails its check when it serves it: the next call finds it gone
+    with pytest.raises((kvstore.ChecksumMismatch, kvstore.NotFound)) as e:
+        HttpDataPath(client).fetch(ns, hashes)
+    assert hashes[1].hex() in str(e.value)
+    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8) for _ in hashes]
+    with pytest.raises((kvstore.ChecksumMismatch, kvstore.NotFound)):
+        HttpDataPath(client).fetch(ns, hashes, out=out)
 
 
 def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, local, ns):

@@ -158,6 +158,10 @@ class _Connections:
             self._local.conn = conn
         return conn
 
+    def forget(self) -> None:
+        """Opens a new connection for the next request, leaving the current one to the response reading it."""
+        self._local.conn = None
+
     def drop(self) -> None:
         conn = getattr(self._local, "conn", None)
         if conn is not None:
@@ -219,8 +223,16 @@ class KvStoreClient:
                 if body_parts or method in ("POST", "PUT"):
                     conn.putheader("Content-Length", str(length))
                 conn.endheaders()
-                for part in body_parts:
-                    conn.send(memoryview(part).cast("B"))
+                try:
+                    for part in body_parts:
+                        conn.send(memoryview(part).cast("B"))
+                except (BrokenPipeError, ConnectionResetError):
+                    # the service may have answered before reading the body (413, an undeclared namespace,
+                    # a bad first frame) and closed: that answer, not the broken pipe, is the result
+                    resp = self._early_answer(conn)
+                    if resp is None:
+                        raise
+                    return resp
                 return conn.getresponse()
             except _RETRYABLE as e:
                 self._conns.drop()
@@ -231,8 +243,30 @@ class KvStoreClient:
                 raise KvStoreUnavailable(f"{method} {self.url}{path}: {e}") from e
         raise AssertionError("unreachable")
 
+    def _early_answer(self, conn: http.client.HTTPConnection):
+        """The error the service sent before it stopped reading a request's body, or None."""
+        try:
+            resp = conn.getresponse()
+        except (OSError, http.client.HTTPException):
+            return None
+        if resp.status < 400:
+            resp.close()
+            return None
+        # the connection is broken: it goes once this answer is read (the answer holds its socket)
+        self._conns.forget()
+        return resp
+
+    def _read(self, method: str, path: str, resp) -> bytes:
+        """The rest of a response's body; a read that fails (timed out, cut off) closes the connection, which
+        must not carry the next request with this answer half read."""
+        try:
+            return resp.read()
+        except (OSError, http.client.HTTPException) as e:
+            self._conns.drop()
+            raise KvStoreUnavailable(f"{method} {self.url}{path}: reading the answer: {e}") from e
+
     def _finish_error(self, method: str, path: str, resp) -> KvStoreError:
-        body = resp.read()
+        body = self._read(method, path, resp)
         try:
             problem = json.loads(body) if body else {}
             if not isinstance(problem, dict):
@@ -249,7 +283,7 @@ class KvStoreClient:
         resp = self._send(method, path, headers, parts)
         if resp.status not in ok:
             raise self._finish_error(method, path, resp)
-        data = resp.read()
+        data = self._read(method, path, resp)
         return json.loads(data) if data else None
 
     # ------------------------------------------------------------------ namespaces
@@ -347,7 +381,7 @@ class KvStoreClient:
         resp = self._send("PUT", path, self._headers({"Content-Type": "application/octet-stream"}), parts)
         if resp.status != 200:
             raise self._finish_error("PUT", path, resp)
-        return json.loads(resp.read())
+        return json.loads(self._read("PUT", path, resp))
 
     def fetch(self, namespace: str, hashes: Sequence[bytes], out: Optional[Sequence[Any]] = None) -> List[Any]:
         """Fetches blocks in the order asked, checking each frame names the block asked for.
@@ -389,6 +423,9 @@ class KvStoreClient:
                 result.append(target)
             if resp.read(1):
                 raise KvStoreError("fetch: more frames than blocks asked for")
+        except (OSError, http.client.HTTPException) as e:
+            self._conns.drop()  # the connection is mid-body; never reuse it
+            raise KvStoreUnavailable(f"POST {self.url}{path}: reading the answer: {e}") from e
         except BaseException:
             self._conns.drop()  # the connection is mid-body; never reuse it
             raise

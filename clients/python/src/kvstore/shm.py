@@ -43,7 +43,7 @@ from ._buffers import address as _address
 from ._buffers import parts as _parts
 from ._control import HttpControl, SocketControl
 from .client import Block, KvStoreClient, _hex
-from .errors import ChecksumMismatch, KvStoreError, NotFound, ServiceUnavailable
+from .errors import ChecksumMismatch, Forbidden, KvStoreError, NotFound, ServiceUnavailable
 
 __all__ = ["LocalDataPath", "HttpDataPath", "StoreResult", "data_path"]
 
@@ -396,8 +396,9 @@ class LocalDataPath:
         taken = 0  # how many of ``leasing`` were waited for (their leases are released below)
         releasing: List[Future] = []
         got: List[int] = []  # per block copied out, in order: the CRC32C of the copy
-        expected: List[Optional[int]] = []  # per block handed over, in order: its CRC32C, None over HTTP
-        http_ok = 0  # of the blocks fetched over HTTP (the last ones handed over), how many arrived
+        # per block handed over, in order: its CRC32C (copied out of the mapped tier), or whether it arrived
+        # (fetched over HTTP, checked by kvstore)
+        expected: List[Any] = []
         try:
             for j, step in enumerate(steps):
                 if j == 0:
@@ -430,9 +431,10 @@ class LocalDataPath:
                             fetched = self.client.fetch(namespace, [hashes[i] for i in remote], out=[out[i] for i in remote])
                         except NotFound:
                             fetched = []
-                        expected.append(None)
-                        http_ok = _leading(fetched)
-                        break
+                        arrived = _leading(fetched)
+                        expected.extend(x < arrived for x in range(len(remote)))
+                        if arrived < len(remote):
+                            break
                 finally:
                     # the copies are taken (their CRC32Cs are checked on the copies): the lease can go
                     releasing.append(self._control.submit(self._release, lease_id))
@@ -445,10 +447,10 @@ class LocalDataPath:
             loaded = 0
             crcs = iter(got)
             for want in expected:
-                if want is None:
-                    loaded += http_ok
-                    break
-                if next(crcs) != want:
+                if isinstance(want, bool):  # over HTTP
+                    if not want:
+                        break
+                elif next(crcs) != want:
                     break
                 loaded += 1
             return loaded
@@ -480,11 +482,15 @@ class LocalDataPath:
             out = [np.empty(block_bytes, dtype=np.uint8) for _ in hashes]
         n = self.load(namespace, hashes, out)
         if n < len(hashes):
-            r = self.client.lookup(namespace, block_hashes=list(hashes[n : n + 1]))
-            if r.matched_blocks:
-                raise ChecksumMismatch(f"block {_hex(hashes[n])} did not match its CRC32C when copied out")
-            raise NotFound(404, {"title": "Not Found", "detail": f"block {_hex(hashes[n])} is not stored"})
+            _raise_missing(self.client, namespace, hashes[n])
         return list(out)
+
+
+def _raise_missing(client: KvStoreClient, namespace: str, block_hash: Any) -> None:
+    """Raises ChecksumMismatch for a block kvstore holds but that failed its check, else NotFound."""
+    if client.lookup(namespace, block_hashes=[block_hash]).matched_blocks:
+        raise ChecksumMismatch(f"block {_hex(block_hash)} did not match its CRC32C when copied out")
+    raise NotFound(404, {"title": "Not Found", "detail": f"block {_hex(block_hash)} is not stored"})
 
 
 class HttpDataPath:
@@ -519,18 +525,24 @@ class HttpDataPath:
         return 0
 
     def fetch(self, namespace: str, hashes: Sequence[bytes], out: Optional[Sequence[Any]] = None) -> List[Any]:
-        return self.client.fetch(namespace, hashes, out=out)
+        """Like :meth:`LocalDataPath.fetch`: every block or NotFound / ChecksumMismatch (a block kvstore sent
+        as a missing frame, having failed its check, is never handed back as None or an untouched buffer)."""
+        got = self.client.fetch(namespace, hashes, out=out)
+        n = _leading(got)
+        if n < len(got):
+            _raise_missing(self.client, namespace, hashes[n])
+        return got
 
 
 def data_path(client: KvStoreClient, local: str = "auto"):
     """The fastest data path to ``client``'s service: ``local="auto"`` maps the DRAM tier when the service
-    offers it and this process may open it, else HTTP; ``"require"`` raises instead of falling back;
-    ``"off"`` always HTTP."""
+    offers it, this process may open it and the client's token grants the one-sided data plane, else HTTP;
+    ``"require"`` raises instead of falling back; ``"off"`` always HTTP."""
     if local == "off":
         return HttpDataPath(client)
     try:
         return LocalDataPath(client)
-    except (ServiceUnavailable, OSError) as e:
+    except (ServiceUnavailable, Forbidden, OSError) as e:  # Forbidden: a token without the oneSided grant
         if local == "require":
             raise
         import logging
