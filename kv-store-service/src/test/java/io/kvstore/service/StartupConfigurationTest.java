@@ -68,4 +68,35 @@ class StartupConfigurationTest {
                 "--kvstore.tiers.dram.capacity=8MB",
                 "--kvstore.tiers.dram.slab-size=4MB");
     }
+
+    /**
+     * {@code kvstore.transport.data-plane=ucx} forces the plane: when it cannot start (here UCX has no
+     * transport by the name {@code ucx-tls} gives), start-up fails naming why, as configs/README.md says,
+     * instead of the service coming up with the one-sided path off.
+     */
+    @Test
+    void aForcedDataPlaneThatFailsToStartStopsStartUp(CapturedOutput log) {
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                io.kvstore.ffm.ucx.Ucp.isAvailable(), () -> "libucp " + io.kvstore.ffm.ucx.Ucp.availability());
+        String[] args = {
+            "--server.port=0",
+            "--kvstore.data-dir=" + dir.resolve("data"),
+            "--kvstore.transport.data-plane=ucx",
+            "--kvstore.transport.ucx-tls=no-such-transport",
+            "--kvstore.tiers.nvme.enabled=false",
+            "--kvstore.tiers.dram.capacity=8MB",
+            "--kvstore.tiers.dram.slab-size=4MB"
+        };
+        Throwable failure = null;
+        try {
+            new SpringApplicationBuilder(KvStoreApplication.class).run(args).close();
+        } catch (RuntimeException e) {
+            failure = e;
+        }
+        assertThat(failure)
+                .as("the service started with the forced data plane down")
+                .isNotNull();
+        assertThat(log.getOut() + log.getErr())
+                .contains("APPLICATION FAILED TO START", "kvstore.transport.data-plane=ucx", "UCX failed to start");
+    }
 }

@@ -516,12 +516,27 @@ public final class ClusterRouter {
         return byNode;
     }
 
-    /** The node already holding {@code parent}, whose run the batch continues, or else the child's own owners. */
+    /**
+     * The nodes already holding {@code parent}, whose run the batch continues (up to {@code replicas} of them:
+     * the run's owner and its replicas each hold it, and each keeps the continuation), or else the child's own
+     * owners.
+     */
     private List<Member> holderOf(
             Caller caller, String namespace, BlockHash parent, BlockHash child, List<Member> members, int replicas) {
         Located located = locate(caller, namespace, List.of(parent), Askees.only(List.of(askEveryone(members))), false);
-        Member holder = located.holders()[0];
-        return holder != null ? List.of(holder) : Placement.owners(namespace, child, members, replicas);
+        Set<Member> holding = new HashSet<>();
+        for (Answer answer : located.answers()) {
+            if (!answer.probe().tiers().isEmpty() && answer.probe().tiers().getFirst() != null) {
+                holding.add(answer.member());
+            }
+        }
+        List<Member> holders = new ArrayList<>();
+        for (Member m : members) {
+            if (holding.contains(m) && holders.size() < replicas) {
+                holders.add(m);
+            }
+        }
+        return !holders.isEmpty() ? holders : Placement.owners(namespace, child, members, replicas);
     }
 
     private static List<Member> askEveryone(List<Member> members) {

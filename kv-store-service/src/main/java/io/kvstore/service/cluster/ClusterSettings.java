@@ -151,7 +151,19 @@ public final class ClusterSettings implements AutoCloseable {
                 if (key.startsWith(NAMESPACES)) {
                     String ns = key.substring(NAMESPACES.length());
                     NamespaceDeclaration declaration = json.readValue(e.getValue(), NamespaceDeclaration.class);
-                    var outcome = namespaces.declare(ns, declaration.toSpec(), declaration.tenant());
+                    var spec = declaration.toSpec();
+                    var here = namespaces.declared(ns);
+                    if (here != null && !here.equals(spec)) {
+                        // etcd declares it with another layout: deleted and declared anew through another node
+                        // while this one missed the delete; its blocks are of the old layout and go with it
+                        int deleted = blocks.deleteNamespace(ns);
+                        log.info(
+                                "cluster: namespace '{}' deleted ({} blocks): declared anew with another layout",
+                                ns,
+                                deleted);
+                    }
+                    // through the block service, as a declaration over the API: it also sets write-through
+                    var outcome = blocks.declare(ns, spec, declaration.tenant());
                     if (outcome == NamespaceRegistry.Outcome.CREATED) {
                         log.info("cluster: namespace '{}' declared from the cluster settings", ns);
                     }

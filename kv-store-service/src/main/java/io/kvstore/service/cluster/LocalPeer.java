@@ -97,7 +97,8 @@ public final class LocalPeer implements Peer {
                     granted.id(),
                     granted.expiresAt(),
                     granted.blocks().size(),
-                    transport.available() ? locations(granted) : null);
+                    // READ descriptors only for a token that may use the one-sided data plane, as on one node
+                    transport.available() && caller.oneSided() ? locations(granted) : null);
         }
         return new Probe(tiers, view);
     }

@@ -122,6 +122,14 @@ public final class TransportService implements AutoCloseable {
                 reason = "UCX failed to start: " + e.getMessage();
             }
         }
+        if (started == null
+                && decision.enabled()
+                && properties.transport().dataPlane() != KvStoreProperties.Transport.DataPlane.AUTO) {
+            // forced by name: coming up with the one-sided path off would hide it (configs/README.md)
+            throw new IllegalStateException(
+                    "kvstore.transport.data-plane=" + properties.transport().dataPlane() + " but " + reason
+                            + "; fix it or set kvstore.transport.data-plane=auto");
+        }
         if (reason != null) {
             log.info("one-sided transport unavailable: {}; blocks travel over HTTP only", reason);
         }

@@ -119,4 +119,88 @@ class ClusterSettingsTest {
             assertThat(lookup.body()).contains("\"matchedBlocks\":10");
         }
     }
+
+    /**
+     * A write-through namespace a node declares from the cluster settings (declared through another node while
+     * this one missed the call, or before it joined) is written through there too: a block stored on it is on
+     * its NVMe tier when the store is acknowledged, as on the node the namespace was declared through.
+     */
+    @Test
+    void aWriteThroughNamespaceDeclaredFromTheSettingsIsWrittenThroughOnThisNode() throws Exception {
+        int port = io.kvstore.service.ServiceProcesses.freePort();
+        List<String> args = new java.util.ArrayList<>(
+                ClusterNodes.args(etcd.endpoint(), "a", port, etcd.dir().resolve("wt-a"), "/s5/"));
+        args.remove("--kvstore.tiers.nvme.enabled=false");
+        args.addAll(List.of(
+                "--kvstore.tiers.nvme.capacity=4MB",
+                "--kvstore.tiers.nvme.file-size=1MB",
+                "--kvstore.tiers.nvme.slab-size=256KB",
+                "--kvstore.tiers.nvme.io-threads=2"));
+        try (Client client = EtcdClients.connect(List.of(etcd.endpoint()));
+                var context = new org.springframework.boot.builder.SpringApplicationBuilder(
+                                io.kvstore.service.KvStoreApplication.class)
+                        .run(args.toArray(String[]::new))) {
+            String base = "http://127.0.0.1:" + port;
+            // as another node publishes a declaration
+            client.getKVClient()
+                    .put(
+                            PrefixMirror.bytes("/s5/settings/namespaces/durable"),
+                            PrefixMirror.bytes(ClusterNodes.DECLARATION.replace(
+                                    "\"hashSeed\":\"0\"", "\"hashSeed\":\"0\",\"durability\":\"write-through\"")))
+                    .get(5, TimeUnit.SECONDS);
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(base, "GET", "/v1/namespaces/durable", null)
+                                    .statusCode()
+                            == 200);
+            List<BlockHash> chain = ClusterNodes.chain(10, 9);
+            var stored = ClusterNodes.store(base, "durable", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            var tiers = ClusterNodes.send(
+                    base, "GET", "/admin/tiers", null, "Authorization", "Bearer " + ClusterNodes.ADMIN_TOKEN);
+            int onNvme = 0;
+            for (var tier : JsonMapper.builder().build().readTree(tiers.body()).path("tiers")) {
+                if (tier.path("tier").asString().equals("NVME")) {
+                    onNvme = tier.path("blocks").asInt();
+                }
+            }
+            assertThat(onNvme).as(tiers.body()).isEqualTo(10);
+        }
+    }
+
+    /**
+     * A namespace deleted through another node while this one missed the call, then declared anew with
+     * another layout: this node takes the new declaration and drops the old blocks, rather than keeping the
+     * old layout (and answering its blocks, whose bytes are laid out the old way) for good.
+     */
+    @Test
+    void aNamespaceDeclaredAnewWithAnotherLayoutReplacesTheOldOneAndItsBlocks() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "relayout", etcd.dir(), "/s6/");
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 8);
+            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            var key = PrefixMirror.bytes("/s6/settings/namespaces/llama");
+            String old = client.getKVClient()
+                    .get(key)
+                    .get(5, TimeUnit.SECONDS)
+                    .getKvs()
+                    .getFirst()
+                    .getValue()
+                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            // the same tenant's new declaration: two layers of 32 dims (blocks of the same size)
+            String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
+            assertThat(anew).isNotEqualTo(old);
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                            .body()
+                            .contains("\"layers\":2"));
+            var lookup = ClusterNodes.send(
+                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
+            assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
+            assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+        }
+    }
 }

@@ -48,23 +48,25 @@ final class ActiveMessageServer {
                 LOG.warn("dropped a WRITE with a {}-byte header: not a kvstore message", headerLength);
                 return UcpStatus.OK;
             }
-            MemorySegment target = regions.resolve(request.address(), length);
-            if (target == null || request.length() != length) {
+            UcxRegion region = regions.find(request.address(), length);
+            if (region == null || request.length() != length) {
                 worker.dropUnreceived(params, data);
                 LOG.warn(
                         "refused a WRITE of {} bytes to 0x{}: not inside memory registered here",
                         length,
                         Long.toHexString(request.address()));
-                reply(params, AmHeader.WRITE_ACK, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA);
+                reply(params, AmHeader.WRITE_ACK, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA, null);
                 return UcpStatus.OK;
             }
+            MemorySegment target = region.segment.asSlice(request.address() - region.segment.address(), length);
             if (params.rendezvous()) {
                 UcxOp recv = ops.add(null, UcxOpKind.SERVE_RECV);
-                recv.whenServed = status -> reply(params, AmHeader.WRITE_ACK, request.opId(), status, NO_DATA);
+                recv.serving = region; // the region's close waits for the data to land
+                recv.whenServed = status -> reply(params, AmHeader.WRITE_ACK, request.opId(), status, NO_DATA, null);
                 ops.complete(recv, worker.worker().amRecvData(data, target, worker.recvCallback(), recv.id));
             } else {
                 MemorySegment.copy(data.reinterpret(length), 0, target, 0, length);
-                reply(params, AmHeader.WRITE_ACK, request.opId(), UcpStatus.OK, NO_DATA);
+                reply(params, AmHeader.WRITE_ACK, request.opId(), UcpStatus.OK, NO_DATA, null);
             }
         } catch (Throwable t) {
             LOG.error("UCX WRITE handler failed", t);
@@ -86,15 +88,18 @@ final class ActiveMessageServer {
                 LOG.warn("dropped a READ with a {}-byte header: not a kvstore message", headerLength);
                 return UcpStatus.OK;
             }
-            MemorySegment source = regions.resolve(request.address(), request.length());
-            if (source == null) {
+            UcxRegion region = regions.find(request.address(), request.length());
+            if (region == null) {
                 LOG.warn(
                         "refused a READ of {} bytes at 0x{}: not inside memory registered here",
                         request.length(),
                         Long.toHexString(request.address()));
-                reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA);
+                reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA, null);
             } else {
-                reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.OK, source);
+                MemorySegment source =
+                        region.segment.asSlice(request.address() - region.segment.address(), request.length());
+                // the reply is sent from the region itself: its close waits until UCX is done reading it
+                reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.OK, source, region);
             }
         } catch (Throwable t) {
             LOG.error("UCX READ handler failed", t);
@@ -102,13 +107,17 @@ final class ActiveMessageServer {
         return UcpStatus.OK;
     }
 
-    /** Answers operation {@code opId} of the peer on the message's reply endpoint. */
-    private void reply(AmHeader.Params params, int id, long opId, int status, MemorySegment data) {
+    /**
+     * Answers operation {@code opId} of the peer on the message's reply endpoint; {@code region} is the
+     * registered region {@code data} lies in, if any.
+     */
+    private void reply(AmHeader.Params params, int id, long opId, int status, MemorySegment data, UcxRegion region) {
         if (!params.canReply()) {
             LOG.warn("UCX message without reply endpoint; cannot answer op {}", opId);
             return;
         }
         UcxOp send = ops.add(null, UcxOpKind.SERVE_SEND);
+        send.serving = region;
         send.header = worker.header();
         MemorySegment header = AmHeader.write(new AmHeader.Reply(opId, status), send.header);
         ops.complete(

@@ -204,7 +204,7 @@ final class OperationTable {
         while (ops.values().stream().anyMatch(op -> on(op, region))) {
             if (System.nanoTime() > deadline) {
                 return ops.values().stream()
-                        .filter(op -> on(op, region))
+                        .filter(op -> on(op, region) && op.request != null)
                         .map(op -> op.request.peer)
                         .distinct()
                         .toList();
@@ -216,10 +216,15 @@ final class OperationTable {
 
     /** Forgets the operations on {@code region} that UCX holds no request for (after their peers were closed). */
     void forgetIdleOn(UcxRegion region) {
-        ops.values().removeIf(op -> on(op, region) && op.ucxRequest == null);
+        ops.values().removeIf(op -> op.request != null && op.request.local == region && op.ucxRequest == null);
+    }
+
+    /** Whether UCX still reads or writes {@code region} to serve a peer's READ or WRITE. */
+    boolean servingFrom(UcxRegion region) {
+        return ops.values().stream().anyMatch(op -> op.serving == region);
     }
 
     private static boolean on(UcxOp op, UcxRegion region) {
-        return op.request != null && op.request.local == region;
+        return (op.request != null && op.request.local == region) || op.serving == region;
     }
 }

@@ -17,18 +17,27 @@ final class RegionTable {
         regions.put(region.segment.address(), region);
     }
 
-    /** The registered memory covering [address, address + length), or null. */
-    MemorySegment resolve(long address, long length) {
+    /**
+     * The open region covering [address, address + length), or null: none does, or the one that does is
+     * closing (a peer's new request must not start on memory about to be unmapped).
+     */
+    UcxRegion find(long address, long length) {
         Map.Entry<Long, UcxRegion> e = regions.floorEntry(address);
-        if (e == null || length < 0) {
+        if (e == null || length < 0 || e.getValue().closed) {
             return null;
         }
         MemorySegment seg = e.getValue().segment;
         long offset = address - seg.address();
-        if (offset + length > seg.byteSize()) {
+        if (length > seg.byteSize() - offset) {
             return null;
         }
-        return seg.asSlice(offset, length);
+        return e.getValue();
+    }
+
+    /** The registered memory covering [address, address + length) in an open region, or null. */
+    MemorySegment resolve(long address, long length) {
+        UcxRegion r = find(address, length);
+        return r == null ? null : r.segment.asSlice(address - r.segment.address(), length);
     }
 
     /** Removes {@code region} and unmaps it from UCX (once: a second call finds it gone). */

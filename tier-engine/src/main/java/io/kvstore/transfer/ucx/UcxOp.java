@@ -13,6 +13,8 @@ final class UcxOp {
     MemorySegment header;
     /** Where a READ chunk's reply lands. */
     MemorySegment target;
+    /** The region a serving operation (a peer's READ answered, its WRITE received) reads or writes. */
+    UcxRegion serving;
     /** What a {@link UcxOpKind#SERVE_RECV} does with its status once the data is in (acknowledge it). */
     IntConsumer whenServed;
 

@@ -238,6 +238,15 @@ public final class UcxTransferEngine implements TransferEngine {
             if (!stuck.isEmpty()) {
                 ops.forgetIdleOn(region);
             }
+            if (ops.servingFrom(region)) {
+                // UCX is still sending a peer's READ reply from it (or receiving its WRITE into it): unmapping
+                // now would have UCX touch freed memory and abort the process. It serves no new request
+                // (closed) and is unmapped when the engine closes, after its endpoints.
+                LOG.warn(
+                        "{} closed while still serving a peer past the deadline; unmapped when the engine closes",
+                        region);
+                return null;
+            }
             regions.unmap(region);
             return null;
         });

@@ -238,6 +238,38 @@ class UcxTransferEngineTest {
                 .isEqualTo(BLOCK * BLOCKS);
     }
 
+    /**
+     * The serving side: a region a peer is READing over active messages is closed while the replies
+     * carrying its bytes are still being sent. The close waits for them (or cuts the peer off) before
+     * UCX frees the memory, instead of UCX sending from freed memory; the reader gets its bytes or a
+     * clean failure, and both engines go on working.
+     */
+    @Test
+    void closingARegionAPeerIsReadingWaitsForTheRepliesInsteadOfCrashing() throws Exception {
+        UcxTransferEngine a = engine("tcp");
+        UcxTransferEngine b = engine("tcp");
+        LocalRegion served = b.allocate(256L << 20);
+        UcxPeer peer = a.connect("b", b.localAddress());
+        LocalRegion mine = a.allocate(256L << 20);
+        closeables.add(mine);
+        List<TransferSpan> spans = new ArrayList<>();
+        for (long i = 0; i < 128; i++) {
+            spans.add(new TransferSpan(i * (2 << 20), (127 - i) * (2 << 20), 2 << 20));
+        }
+        var inFlight = a.post(TransferOp.READ, mine, peer, served.describe(), spans);
+        Thread.sleep(50); // the first READ messages reach b and their replies start going out
+        served.close();
+        // the READ ends either way (its bytes, or a failure naming the closed peer), and the process lives on
+        inFlight.handle((result, failure) -> null).get(30, TimeUnit.SECONDS);
+        // both engines still work
+        LocalRegion theirs = region(b, 7);
+        LocalRegion next = region(a, 8);
+        assertThat(a.post(TransferOp.READ, next, peer, theirs.describe(), reversed())
+                        .get(60, TimeUnit.SECONDS)
+                        .bytes())
+                .isEqualTo(BLOCK * BLOCKS);
+    }
+
     @Test
     void aTransferPostedOnAClosedRegionFailsClearly() throws Exception {
         UcxTransferEngine a = engine("sm");
