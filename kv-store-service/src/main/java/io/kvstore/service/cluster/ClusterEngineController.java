@@ -10,6 +10,7 @@ import io.kvstore.service.api.NamespaceView;
 import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.blocks.ReserveRequest;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.local.LocalPathService;
 import io.kvstore.service.namespace.NamespaceDeclaration;
@@ -25,6 +26,7 @@ import jakarta.validation.Valid;
 import java.io.IOException;
 import java.net.URI;
 import java.util.List;
+import java.util.Objects;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBooleanProperty;
@@ -108,10 +110,20 @@ public class ClusterEngineController {
         var outcome = blocks.declare(ns, spec, caller.tenant());
         // other nodes learn the owner with the declaration
         declaration = NamespaceDeclaration.of(spec, caller.tenant());
+        NamespaceDeclaration other;
         try {
-            settings.publishNamespace(ns, declaration);
+            other = settings.publishNamespace(ns, declaration);
         } catch (Exception e) {
             throw PeerException.etcdUnwritable(e, "the namespace is declared on this node only; declare it again");
+        }
+        if (other != null) {
+            // declared at the same moment through another node, by another tenant or with another layout: the
+            // cluster keeps that one (this node applies it from its watch)
+            if (outcome == NamespaceRegistry.Outcome.CREATED) {
+                blocks.deleteNamespace(ns);
+            }
+            throw new ConflictException("namespace '" + ns + "' is declared in the cluster "
+                    + (Objects.equals(other.tenant(), caller.tenant()) ? "with another layout" : "by another tenant"));
         }
         for (Member m : membership.current().members()) {
             if (!m.isSameNode(peers.self())) {

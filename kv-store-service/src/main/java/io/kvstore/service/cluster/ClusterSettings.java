@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import tools.jackson.core.type.TypeReference;
@@ -109,9 +110,38 @@ public final class ClusterSettings implements AutoCloseable {
         return revision;
     }
 
-    /** Publishes a namespace declaration to every node. */
-    public void publishNamespace(String namespace, NamespaceDeclaration declaration) throws Exception {
-        put(NAMESPACES + namespace, json.writeValueAsBytes(declaration));
+    /**
+     * Publishes a namespace declaration to every node, unless etcd already holds another one for the name (another
+     * tenant's, or another layout, declared at the same time through another node): then nothing is written and
+     * the declaration etcd holds is returned. Null when etcd now holds this declaration.
+     */
+    public @Nullable NamespaceDeclaration publishNamespace(String namespace, NamespaceDeclaration declaration)
+            throws Exception {
+        io.etcd.jetcd.ByteSequence key = PrefixMirror.bytes(prefix + NAMESPACES + namespace);
+        io.etcd.jetcd.ByteSequence value = io.etcd.jetcd.ByteSequence.from(json.writeValueAsBytes(declaration));
+        while (true) {
+            var answer = etcd.getKVClient()
+                    .txn()
+                    .If(new io.etcd.jetcd.op.Cmp(
+                            key, io.etcd.jetcd.op.Cmp.Op.EQUAL, io.etcd.jetcd.op.CmpTarget.version(0)))
+                    .Then(io.etcd.jetcd.op.Op.put(key, value, io.etcd.jetcd.options.PutOption.DEFAULT))
+                    .Else(io.etcd.jetcd.op.Op.get(key, io.etcd.jetcd.options.GetOption.DEFAULT))
+                    .commit()
+                    .get(5, TimeUnit.SECONDS);
+            if (answer.isSucceeded()) {
+                return null;
+            }
+            var kvs = answer.getGetResponses().getFirst().getKvs();
+            if (kvs.isEmpty()) {
+                continue; // withdrawn between the compare and the read: try again
+            }
+            NamespaceDeclaration held =
+                    json.readValue(kvs.getFirst().getValue().getBytes(), NamespaceDeclaration.class);
+            // a declaration without a tenant was made before tenants: any tenant's same layout matches it
+            boolean same = held.toSpec().equals(declaration.toSpec())
+                    && (held.tenant() == null || held.tenant().equals(declaration.tenant()));
+            return same ? null : held;
+        }
     }
 
     /** Publishes tiers' eviction policies and watermarks (as applied on this node) to every node. */

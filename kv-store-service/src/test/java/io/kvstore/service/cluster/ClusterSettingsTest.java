@@ -203,4 +203,48 @@ class ClusterSettingsTest {
             assertThat(lookup.body()).contains("\"matchedBlocks\":0");
         }
     }
+
+    /**
+     * Two tenants declare one name at the same moment through two nodes: the first declaration reaches etcd and
+     * the second is refused there (its node answers 409), rather than overwriting the owner every node learns.
+     */
+    @Test
+    void aDeclarationEtcdAlreadyHoldsOtherwiseIsNotOverwritten() throws Exception {
+        JsonMapper json = JsonMapper.builder().build();
+        var alpha = json.readValue(ClusterNodes.DECLARATION, io.kvstore.service.namespace.NamespaceDeclaration.class);
+        var alphas = io.kvstore.service.namespace.NamespaceDeclaration.of(alpha.toSpec(), "alpha");
+        var betas = io.kvstore.service.namespace.NamespaceDeclaration.of(alpha.toSpec(), "beta");
+        var otherLayout = json.readValue(
+                ClusterNodes.DECLARATION.replace("\"hashSeed\":\"0\"", "\"hashSeed\":\"1\""),
+                io.kvstore.service.namespace.NamespaceDeclaration.class);
+        try (Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            ClusterProperties properties = MembershipTest.properties(etcd.endpoint(), "/s7/", "a");
+            try (ClusterSettings settings = new ClusterSettings(client, properties, json, null, null, null, null)) {
+                assertThat(settings.publishNamespace("shared", alphas))
+                        .as("first")
+                        .isNull();
+                assertThat(settings.publishNamespace("shared", alphas))
+                        .as("again, the same")
+                        .isNull();
+                assertThat(settings.publishNamespace("shared", betas))
+                        .as("another tenant")
+                        .isEqualTo(alphas);
+                assertThat(settings.publishNamespace(
+                                "shared",
+                                io.kvstore.service.namespace.NamespaceDeclaration.of(otherLayout.toSpec(), "alpha")))
+                        .as("another layout")
+                        .isEqualTo(alphas);
+                var held = client.getKVClient()
+                        .get(PrefixMirror.bytes("/s7/settings/namespaces/shared"))
+                        .get(5, TimeUnit.SECONDS)
+                        .getKvs()
+                        .getFirst()
+                        .getValue()
+                        .getBytes();
+                assertThat(json.readValue(held, io.kvstore.service.namespace.NamespaceDeclaration.class)
+                                .tenant())
+                        .isEqualTo("alpha");
+            }
+        }
+    }
 }
