@@ -73,13 +73,19 @@ public final class ClusterSettings implements AutoCloseable {
 
     /** Withdraws a deleted namespace's declaration and its pins, so no node declares it again. */
     public void withdrawNamespace(String namespace) throws Exception {
-        var kv = etcd.getKVClient();
-        kv.delete(PrefixMirror.bytes(prefix + NAMESPACES + namespace)).get(5, TimeUnit.SECONDS);
-        kv.delete(
-                        PrefixMirror.bytes(prefix + PINS + namespace + "/"),
-                        io.etcd.jetcd.options.DeleteOption.builder()
-                                .isPrefix(true)
-                                .build())
+        // one transaction: a failure between two deletes would leave pins for a later namespace of the same name
+        etcd.getKVClient()
+                .txn()
+                .Then(
+                        io.etcd.jetcd.op.Op.delete(
+                                PrefixMirror.bytes(prefix + NAMESPACES + namespace),
+                                io.etcd.jetcd.options.DeleteOption.DEFAULT),
+                        io.etcd.jetcd.op.Op.delete(
+                                PrefixMirror.bytes(prefix + PINS + namespace + "/"),
+                                io.etcd.jetcd.options.DeleteOption.builder()
+                                        .isPrefix(true)
+                                        .build()))
+                .commit()
                 .get(5, TimeUnit.SECONDS);
     }
 
