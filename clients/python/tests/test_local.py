@@ -116,6 +116,18 @@ def test_blocks_stored_through_shared_memory_are_what_http_serves(client, local,
     assert again.committed == [] and again.already_stored == hashes
 
 
+def test_a_batch_that_lists_a_block_twice_stores_it_once_as_over_http(client, local, ns):
+    # HTTP stores such a batch; the same batch through shared memory was refused whole (a reservation
+    # may not list a block twice)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, blocks = prompt(4, SMALL.block_bytes, seed=13)
+    r = local.store(ns, blocks + blocks[1:3])
+    assert r.committed == hashes and not r.failed
+    out = [np.zeros(SMALL.block_bytes, np.uint8) for _ in hashes]
+    assert local.load(ns, hashes, out) == 4
+    assert all(np.array_equal(a, b) for a, b in zip(data, out))
+
+
 def test_blocks_stored_over_http_load_byte_exact_from_shared_memory(client, local, ns):
     client.declare_namespace(ns, SMALL, hash_seed="0")
     hashes, data, blocks = prompt(150, SMALL.block_bytes, seed=12)

@@ -179,6 +179,18 @@ def _leading(fetched: List[Any]) -> int:
     return n
 
 
+def _first_of_each(blocks: Sequence[Block]) -> Sequence[Block]:
+    """The blocks without the repeats of a hash listed earlier in the same call."""
+    seen: set = set()
+    kept = []
+    for b in blocks:
+        h = _raw(b.hash)
+        if h not in seen:
+            seen.add(h)
+            kept.append(b)
+    return blocks if len(kept) == len(blocks) else kept
+
+
 def _done(result: Any) -> Future:
     f: Future = Future()
     f.set_result(result)
@@ -301,6 +313,7 @@ class LocalDataPath:
         if not blocks:
             return _done(StoreResult([], [], []))
         ns = namespace
+        blocks = _first_of_each(blocks)  # a reservation may not list a block twice; HTTP stores it once too
         pieces = [_parts(b.data) for b in blocks]
         steps = _steps([sum(p.nbytes for p in ps) for ps in pieces])
         # the first step is reserved on this thread (no hand-over on the critical path); the second at the
