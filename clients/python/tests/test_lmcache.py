@@ -166,6 +166,19 @@ def test_close_releases_the_data_paths_threads(service, ns, loop):
     assert [t.name for t in set(threading.enumerate()) - before if t.name.startswith("kvstore-control")] == []
 
 
+class _Tracking(LocalCPUBackend):
+    """LMCache's CPU backend, keeping every memory object it allocated (to check their reference counts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.allocated = []
+
+    def allocate(self, shape, dtype, fmt):
+        obj = super().allocate(shape, dtype, fmt)
+        self.allocated.append(obj)
+        return obj
+
+
 def test_a_get_lmcache_gave_up_on_hands_its_memory_objects_back(fresh_service, ns):
     """RemoteBackend.batched_get_blocking waits blocking_timeout_secs for the coroutine, then cancels it; the
     chunks read after that must not stay allocated from LMCache's CPU pool."""
@@ -175,15 +188,10 @@ def test_a_get_lmcache_gave_up_on_hands_its_memory_objects_back(fresh_service, n
     lp = aio.new_event_loop()
     thread = threading.Thread(target=lp.run_forever, daemon=True)  # LMCache's loop runs on its own thread
     thread.start()
-    allocated = []
+    tracking = _Tracking()
+    allocated = tracking.allocated
 
-    class Tracking(LocalCPUBackend):
-        def allocate(self, shape, dtype, fmt):
-            obj = super().allocate(shape, dtype, fmt)
-            allocated.append(obj)
-            return obj
-
-    c = create_plugin_connector(f"kvstore://127.0.0.1:{fresh_service.port}/{ns}", lp, Tracking(), Config(), None)
+    c = create_plugin_connector(f"kvstore://127.0.0.1:{fresh_service.port}/{ns}", lp, tracking, Config(), None)
     try:
         aio.run_coroutine_threadsafe(c.batched_put([Key(1), Key(2)], [chunk(1), chunk(2)]), lp).result(30)
         os.kill(fresh_service.proc.pid, signal.SIGSTOP)
@@ -209,15 +217,10 @@ def test_a_chunk_that_is_not_lmcaches_is_none_and_the_others_still_come(service,
     import kvstore
     from kvstore.lmcache import key_hash
 
-    allocated = []
+    tracking = _Tracking()
+    allocated = tracking.allocated
 
-    class Tracking(LocalCPUBackend):
-        def allocate(self, shape, dtype, fmt):
-            obj = super().allocate(shape, dtype, fmt)
-            allocated.append(obj)
-            return obj
-
-    c = create_plugin_connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop, Tracking(), Config(), None)
+    c = create_plugin_connector(f"kvstore://127.0.0.1:{service.port}/{ns}", loop, tracking, Config(), None)
     loop.run_until_complete(c.put(Key(1), chunk(1)))
     # another writer of the namespace stored a block under the second chunk's hash that has no chunk header
     kvstore.KvStoreClient(service.url).store(ns, [kvstore.Block(key_hash(Key(2)), np.zeros(c.block_bytes, np.uint8))])

@@ -68,6 +68,11 @@ final class Mover implements AutoCloseable {
      * must keep waiting through that window, when the block no longer looks held but its slot is not free yet.
      */
     private final EnumMap<TierId, AtomicInteger> slotsBeingFreed = new EnumMap<>(TierId.class);
+    /**
+     * Moves out of each tier ended since start: a writer that found nothing to evict and nothing held briefly
+     * tries again when a move out of its tier ended meanwhile (it may have freed the room between the two looks).
+     */
+    private final EnumMap<TierId, java.util.concurrent.atomic.AtomicLong> movesEnded = new EnumMap<>(TierId.class);
     /** Per tier, why copies out of it fail (the first failure's reason), or null while they work. */
     private final EnumMap<TierId, AtomicReference<@Nullable String>> demotionFailing = new EnumMap<>(TierId.class);
 
@@ -86,6 +91,7 @@ final class Mover implements AutoCloseable {
             demotionQueued.put(id, new AtomicBoolean());
             demotionFailing.put(id, new AtomicReference<>());
             slotsBeingFreed.put(id, new AtomicInteger());
+            movesEnded.put(id, new java.util.concurrent.atomic.AtomicLong());
         }
     }
 
@@ -121,13 +127,16 @@ final class Mover implements AutoCloseable {
     /**
      * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
      * some block is held only by a reader or an in-flight move, or a finished move is freeing its slot (a
-     * demotion frees its slot within moments), waits a little so the caller can try again. Writers thus queue
+     * demotion frees its slot within moments), or a move ended between the two looks (its slot may be free
+     * now), waits a little so the caller can try again. Writers thus queue
      * behind the demoter instead of failing.
      *
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
      */
     void makeRoom(TierId id, int length, TierFullException full, long startNanos) throws TierFullException {
+        var ended = Objects.requireNonNull(movesEnded.get(id), "every configured tier has a counter");
+        long endedBefore = ended.get();
         if (evictOne(id, length)) {
             return;
         }
@@ -137,7 +146,8 @@ final class Mover implements AutoCloseable {
                             return e != null && e.heldBrieflyIn(id);
                         })
                         != null;
-        if (!transientHold || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
+        boolean movedMeanwhile = ended.get() != endedBefore;
+        if ((!transientHold && !movedMeanwhile) || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
         }
         LockSupport.parkNanos(ROOM_POLL_NANOS);
@@ -488,6 +498,7 @@ final class Mover implements AutoCloseable {
             return finishMoveCounted(entry, from, copiedTo, newCopy, droppedCorrupt);
         } finally {
             freeing.decrementAndGet();
+            Objects.requireNonNull(movesEnded.get(from)).incrementAndGet();
         }
     }
 
