@@ -179,8 +179,7 @@ public final class TokenStore {
 
     /** Revokes an issued token; configured ones are refused (they would come back on restart). */
     public synchronized void revoke(String id) {
-        ApiToken token =
-                tokens.stream().filter(t -> t.id().equals(id)).findFirst().orElse(null);
+        ApiToken token = byId(id);
         if (token == null) {
             throw new NotFoundException("API token '" + id + "' is unknown or already revoked");
         }
@@ -207,12 +206,16 @@ public final class TokenStore {
 
     /** Whether the token with this id is still known (not revoked). */
     public boolean isLive(String tokenId) {
+        return byId(tokenId) != null;
+    }
+
+    private @Nullable ApiToken byId(String id) {
         for (ApiToken t : tokens) {
-            if (t.id().equals(tokenId)) {
-                return true;
+            if (t.id().equals(id)) {
+                return t;
             }
         }
-        return false;
+        return null;
     }
 
     public List<ApiToken> all() {

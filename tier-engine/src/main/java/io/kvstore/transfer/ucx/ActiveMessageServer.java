@@ -58,7 +58,7 @@ final class ActiveMessageServer {
                 reply(params, AmHeader.WRITE_ACK, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA, null);
                 return UcpStatus.OK;
             }
-            MemorySegment target = region.segment.asSlice(request.address() - region.segment.address(), length);
+            MemorySegment target = region.slice(request.address(), length);
             if (params.rendezvous()) {
                 UcxOp recv = ops.add(null, UcxOpKind.SERVE_RECV);
                 recv.serving = region; // the region's close waits for the data to land
@@ -96,8 +96,7 @@ final class ActiveMessageServer {
                         Long.toHexString(request.address()));
                 reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.ERR_INVALID_ADDR, NO_DATA, null);
             } else {
-                MemorySegment source =
-                        region.segment.asSlice(request.address() - region.segment.address(), request.length());
+                MemorySegment source = region.slice(request.address(), request.length());
                 // the reply is sent from the region itself: its close waits until UCX is done reading it
                 reply(params, AmHeader.READ_REPLY, request.opId(), UcpStatus.OK, source, region);
             }

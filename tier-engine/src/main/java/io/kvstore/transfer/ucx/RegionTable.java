@@ -34,12 +34,6 @@ final class RegionTable {
         return e.getValue();
     }
 
-    /** The registered memory covering [address, address + length) in an open region, or null. */
-    MemorySegment resolve(long address, long length) {
-        UcxRegion r = find(address, length);
-        return r == null ? null : r.segment.asSlice(address - r.segment.address(), length);
-    }
-
     /** Removes {@code region} and unmaps it from UCX (once: a second call finds it gone). */
     void unmap(UcxRegion region) {
         if (regions.remove(region.segment.address(), region)) {

@@ -29,6 +29,11 @@ final class UcxRegion implements LocalRegion {
         this.key = new RegionKey(segment.address(), segment.byteSize(), memory.packedRkey()).encode();
     }
 
+    /** The bytes [address, address + length) of this region ({@link RegionTable#find} checked they lie in it). */
+    MemorySegment slice(long address, long length) {
+        return segment.asSlice(address - segment.address(), length);
+    }
+
     /** Whether the engine identified by {@code engine} registered this region. */
     boolean ownedBy(Object engine) {
         return owner == engine;
