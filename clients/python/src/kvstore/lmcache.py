@@ -151,7 +151,7 @@ class KvStoreConnector(RemoteConnector):
     async def close(self) -> None:
         self._executor.shutdown(wait=True)
         path, self._path = self._path, None
-        if path is not None and hasattr(path, "close"):
+        if path is not None:
             path.close()  # the same-host path's control threads and socket connections
         self.client.close()
 

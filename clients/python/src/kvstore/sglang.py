@@ -170,7 +170,7 @@ class KvStoreHiCache(HiCacheStorage):
     def close(self) -> None:
         """Called by SGLang's detach_storage_backend: stops the data path's control threads and connections."""
         path, self._path = self._path, None
-        if path is not None and hasattr(path, "close"):
+        if path is not None:
             path.close()
         self.client.close()
 

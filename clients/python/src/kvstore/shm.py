@@ -514,6 +514,9 @@ class HttpDataPath:
     def __init__(self, client: KvStoreClient):
         self.client = client
 
+    def close(self) -> None:
+        """Nothing of its own to release: the connections are the client's."""
+
     def store(self, namespace: str, blocks: Sequence[Block], timeout_seconds: Optional[int] = None) -> StoreResult:
         if not blocks:
             return StoreResult([], [], [])

@@ -169,7 +169,7 @@ class KvStoreTier(SecondaryTierManager):
         self._executor.shutdown(wait=True)
         with self._path_lock:
             path, self._path = self._path, None
-        if path is not None and hasattr(path, "close"):
+        if path is not None:
             path.close()  # the same-host path's control threads and socket connections
         self._client.close()
 

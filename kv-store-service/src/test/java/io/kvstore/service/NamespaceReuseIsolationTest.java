@@ -50,6 +50,13 @@ class NamespaceReuseIsolationTest {
     @LocalServerPort
     int port;
 
+    /** Declares {@code ns} (model "m") for the token's tenant: 201, a new namespace. */
+    private static void declare(Http http, String ns, String[] token) throws Exception {
+        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"), token)
+                        .statusCode())
+                .isEqualTo(201);
+    }
+
     private static String hashOf(int seed) {
         return TestLayout.hashes(TestLayout.tokens(1, seed)).getFirst().hex();
     }
@@ -62,11 +69,8 @@ class NamespaceReuseIsolationTest {
     @Test
     void aReservationCannotOutliveItsNamespaceIntoAnotherTenants() throws Exception {
         var http = new Http(port);
-        String decl = TestLayout.declaration("m");
-        assertThat(http.json("PUT", "/v1/namespaces/a-x", decl, ALPHA).statusCode())
-                .isEqualTo(201);
-        assertThat(http.json("PUT", "/v1/namespaces/a-y", decl, ALPHA).statusCode())
-                .isEqualTo(201);
+        declare(http, "a-x", ALPHA);
+        declare(http, "a-y", ALPHA);
         String hash = hashOf(7001);
         var reserved = http.json(
                 "POST", "/v1/local/namespaces/a-x/blocks:reserve", "{\"blocks\":[{\"hash\":\"" + hash + "\"}]}", ALPHA);
@@ -89,8 +93,7 @@ class NamespaceReuseIsolationTest {
                 .isEqualTo(204);
         assertThat(http.send("DELETE", "/v1/namespaces/a-x", null, null, ALPHA).statusCode())
                 .isEqualTo(200);
-        assertThat(http.json("PUT", "/v1/namespaces/a-x", decl, BETA).statusCode())
-                .isEqualTo(201);
+        declare(http, "a-x", BETA);
         for (String ns : new String[] {"a-x", "a-y"}) {
             var late = http.json(
                     "POST",
@@ -110,9 +113,7 @@ class NamespaceReuseIsolationTest {
     @Test
     void aPinWithAMalformedLoraIsA400() throws Exception {
         var http = new Http(port);
-        assertThat(http.json("PUT", "/v1/namespaces/a-pin", TestLayout.declaration("m"), ALPHA)
-                        .statusCode())
-                .isEqualTo(201);
+        declare(http, "a-pin", ALPHA);
         var r = http.json(
                 "POST",
                 "/admin/pin",
@@ -132,8 +133,7 @@ class NamespaceReuseIsolationTest {
     void anUploadInFlightCannotWriteIntoANamespaceRedeclaredByAnotherTenant() throws Exception {
         var http = new Http(port);
         String decl = TestLayout.declaration("m");
-        assertThat(http.json("PUT", "/v1/namespaces/a-up", decl, ALPHA).statusCode())
-                .isEqualTo(201);
+        declare(http, "a-up", ALPHA);
         var hashes = TestLayout.hashes(TestLayout.tokens(12, 9100));
         var blocks = TestLayout.blocks(12, 9100);
         byte[] first = Http.frames(hashes.subList(0, 11), blocks.subList(0, 11), null);
@@ -176,9 +176,7 @@ class NamespaceReuseIsolationTest {
     @Test
     void aNamespaceWithAnOpenReservationIsDeletedOnlyOnceItIsClosed() throws Exception {
         var http = new Http(port);
-        assertThat(http.json("PUT", "/v1/namespaces/a-open", TestLayout.declaration("m"), ALPHA)
-                        .statusCode())
-                .isEqualTo(201);
+        declare(http, "a-open", ALPHA);
         var reserved = http.json(
                 "POST",
                 "/v1/local/namespaces/a-open/blocks:reserve",
@@ -204,9 +202,7 @@ class NamespaceReuseIsolationTest {
     @Test
     void aLeasedLookupThatMatchesNothingAnswersNoLease() throws Exception {
         var http = new Http(port);
-        assertThat(http.json("PUT", "/v1/namespaces/a-lease", TestLayout.declaration("m"), ALPHA)
-                        .statusCode())
-                .isEqualTo(201);
+        declare(http, "a-lease", ALPHA);
         var miss = http.json(
                 "POST",
                 "/v1/lookup",
