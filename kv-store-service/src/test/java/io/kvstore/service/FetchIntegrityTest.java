@@ -88,4 +88,87 @@ class FetchIntegrityTest extends ServiceTest {
                         .body())
                 .contains("\"matchedBlocks\":3");
     }
+
+    /**
+     * A block file cut short under the running service (as a failing drive fails reads with EIO): a fetch of
+     * blocks past the cut answers 200 with those blocks as missing frames, not a 500 or a stream cut off
+     * mid-way, and the unreadable copies are dropped and counted, so lookups stop offering them.
+     */
+    @Test
+    void aBlockTheDiskCannotReadBecomesAMissingFrameAndIsDropped() throws Exception {
+        assertThat(http.json("PUT", "/v1/namespaces/cut", TestLayout.declaration("m"))
+                        .statusCode())
+                .isIn(200, 201);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(8, 505));
+        List<byte[]> blocks = TestLayout.blocks(8, 505);
+        assertThat(http.putBytes(
+                                "/v1/namespaces/cut/blocks",
+                                "application/octet-stream",
+                                Http.frames(hashes, blocks, null))
+                        .statusCode())
+                .isEqualTo(200);
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"cut\"}", ADMIN)
+                        .body())
+                .contains("\"evictedBlocks\":8");
+        NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
+        BlockKey third = new BlockKey("cut", hashes.get(3));
+        java.nio.file.Path file = nvme.fileOf(third);
+        long cut = nvme.offsetOf(third) % nvme.fileSize();
+        // the blocks of this prompt whose slots lie in the same file at or past the cut lose their bytes
+        boolean[] lost = new boolean[8];
+        for (int i = 0; i < 8; i++) {
+            BlockKey k = new BlockKey("cut", hashes.get(i));
+            lost[i] = file.equals(nvme.fileOf(k)) && nvme.offsetOf(k) % nvme.fileSize() >= cut;
+        }
+        long failuresBefore = nvme.readFailures();
+        ByteBuffer tail;
+        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+            tail = ByteBuffer.allocate((int) (ch.size() - cut));
+            ch.read(tail, cut);
+            ch.truncate(cut);
+        }
+        try {
+            var r = http.fetch("cut", "{\"blockHashes\":" + Http.hexList(hashes) + "}");
+            assertThat(r.statusCode()).isEqualTo(200);
+            var in = new DataInputStream(new ByteArrayInputStream(r.body()));
+            int firstLost = 8;
+            for (int i = 0; i < 8; i++) {
+                in.readNBytes(in.readUnsignedByte());
+                in.readNBytes(in.readUnsignedByte());
+                int length = in.readInt();
+                if (lost[i]) {
+                    assertThat(length).as("block " + i + " lay past the cut").isEqualTo(0xFFFF_FFFF);
+                    firstLost = Math.min(firstLost, i);
+                    continue;
+                }
+                assertThat(length).isEqualTo(TestLayout.BLOCK_BYTES);
+                assertThat(Arrays.equals(in.readNBytes(length), blocks.get(i)))
+                        .as("block " + i)
+                        .isTrue();
+            }
+            assertThat(in.available()).as("nothing after the last frame").isZero();
+            assertThat(nvme.readFailures() - failuresBefore).isPositive();
+            assertThat(http.get("/actuator/prometheus").body())
+                    .containsPattern("kvstore_read_failures_total\\{tier=\"NVME\"\\} [1-9]");
+            assertThat(http.json(
+                                    "POST",
+                                    "/v1/lookup",
+                                    "{\"namespace\":\"cut\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                            .body())
+                    .as("the dropped copies are no longer offered")
+                    .contains("\"matchedBlocks\":" + firstLost);
+            var gone = http.fetch("cut", "{\"blockHashes\":[\"" + hashes.get(3).hex() + "\"]}");
+            assertThat(gone.statusCode()).as("dropped: no longer stored").isEqualTo(404);
+            assertThat(new String(gone.body()))
+                    .contains("\"status\":404")
+                    .contains(hashes.get(3).hex());
+        } finally {
+            // other tests' blocks may share this file: give the cut bytes back
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                tail.flip();
+                ch.write(tail, cut);
+                ch.force(true);
+            }
+        }
+    }
 }

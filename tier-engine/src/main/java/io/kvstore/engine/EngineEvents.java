@@ -25,6 +25,9 @@ public interface EngineEvents {
     /** A copy of {@code key} in {@code tier} failed its checksum and was dropped. */
     default void checksumFailed(TierId tier, BlockKey key) {}
 
+    /** The device could not read back the copy of {@code key} in {@code tier}; it was dropped. */
+    default void readFailed(TierId tier, BlockKey key) {}
+
     /** Bytes moved between tiers inside this process. */
     default void moved(TierId from, TierId to, long bytes, long nanos) {}
 

@@ -7,9 +7,11 @@ import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.concurrent.SpinWait;
+import io.kvstore.tier.BadCopyException;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.UnreadableCopyException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -211,13 +213,13 @@ final class Residency {
                 catalog.touch(entry);
                 stack.policy(tierId).recordAccess(key);
                 return new Hit<>(result, tierId);
-            } catch (ChecksumMismatchException corrupt) {
+            } catch (BadCopyException bad) {
                 entry.endRead();
                 held = false;
-                dropCorrupt(entry, tierId);
+                dropBad(entry, tierId, bad);
                 TierId next = stack.below(tierId);
                 if (next == null) {
-                    throw corrupt;
+                    throw bad;
                 }
                 from = next;
             } finally {
@@ -250,6 +252,24 @@ final class Residency {
     void dropCorrupt(CatalogEntry entry, TierId tierId) {
         events.checksumFailed(tierId, entry.key());
         log.warn("block {} failed its checksum in tier {}; that copy is dropped", entry.key(), tierId);
+        drop(entry, tierId);
+    }
+
+    /**
+     * Drops a copy a tier could not serve: one that failed its checksum (logged), or one the device could not
+     * read back (the tier logs those, at most once a minute: a failing drive fails every read).
+     */
+    void dropBad(CatalogEntry entry, TierId tierId, BadCopyException why) {
+        switch (why) {
+            case ChecksumMismatchException corrupt -> dropCorrupt(entry, tierId);
+            case UnreadableCopyException unreadable -> {
+                events.readFailed(tierId, entry.key());
+                drop(entry, tierId);
+            }
+        }
+    }
+
+    private void drop(CatalogEntry entry, TierId tierId) {
         boolean dropped;
         synchronized (entry) { // ordered with the change, as in #publish
             dropped = entry.dropTier(tierId);

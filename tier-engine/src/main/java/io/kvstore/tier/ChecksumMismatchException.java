@@ -1,9 +1,7 @@
 package io.kvstore.tier;
 
-import java.io.IOException;
-
 /** A block's bytes no longer match the CRC32C recorded when it was written; the block must not be served. */
-public class ChecksumMismatchException extends IOException {
+public final class ChecksumMismatchException extends BadCopyException {
 
     public ChecksumMismatchException(String message) {
         super(message);

@@ -21,8 +21,6 @@ import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.quota.TenantUsage;
-import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.ChecksumMismatchException;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -313,8 +311,11 @@ public class BlockService {
                         }
                         return tier;
                     });
-                } catch (ChecksumMismatchException | BlockNotFoundException lost) {
-                    // verified before a byte of it went out: the client learns in band which block is missing
+                } catch (IOException unreadable) {
+                    // a copy that failed its checksum or could not be read (dropped: BadCopyException), a block
+                    // gone, or a tier that failed the read for another reason: verified before a byte of it went
+                    // out (the reader above turns a client's I/O error into ClientGoneException), so the client
+                    // learns in band which block is missing
                     try {
                         writer.writeMissing(header);
                     } catch (IOException clientGone) {

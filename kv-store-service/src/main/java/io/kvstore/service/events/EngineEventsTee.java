@@ -38,6 +38,12 @@ public record EngineEventsTee(EngineEvents first, EngineEvents second) implement
     }
 
     @Override
+    public void readFailed(TierId tier, BlockKey key) {
+        first.readFailed(tier, key);
+        second.readFailed(tier, key);
+    }
+
+    @Override
     public void moved(TierId from, TierId to, long bytes, long nanos) {
         first.moved(from, to, bytes, nanos);
         second.moved(from, to, bytes, nanos);

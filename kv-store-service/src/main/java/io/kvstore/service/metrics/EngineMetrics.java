@@ -143,6 +143,11 @@ public final class EngineMetrics implements EngineEvents {
     }
 
     @Override
+    public void readFailed(TierId tier, BlockKey key) {
+        registry.counter("kvstore.read.failures", "tier", tier.name()).increment();
+    }
+
+    @Override
     public void moved(TierId from, TierId to, long bytes, long nanos) {
         transfer(from.name(), to.name(), LOCAL, bytes, nanos);
     }

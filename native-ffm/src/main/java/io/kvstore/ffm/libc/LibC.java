@@ -43,6 +43,8 @@ public final class LibC {
     public static final int EDQUOT = 122;
     /** errno: interrupted system call. */
     public static final int EINTR = 4;
+    /** errno: the device failed the transfer (a bad sector, a failing drive). */
+    public static final int EIO = 5;
 
     /** poll(2) event: data to read. */
     public static final short POLLIN = 1;

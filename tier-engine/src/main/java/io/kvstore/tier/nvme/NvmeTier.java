@@ -3,12 +3,14 @@ package io.kvstore.tier.nvme;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.ffm.libc.LibC;
 import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.UnreadableCopyException;
 import io.kvstore.tier.memory.SlabAllocator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -22,6 +24,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -57,6 +61,7 @@ public final class NvmeTier implements BlockTier {
 
     private static final Logger log = LoggerFactory.getLogger(NvmeTier.class);
     private static final long ALIGN = SlabAllocator.SLOT_ALIGNMENT;
+    private static final long READ_FAILURE_LOG_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     private final NvmeTierConfig config;
     private final BlockFiles files;
@@ -66,6 +71,10 @@ public final class NvmeTier implements BlockTier {
     private final ConcurrentHashMap<BlockKey, NvmeIndex.Entry> blocks = new ConcurrentHashMap<>();
     private final List<BlockRecord> recovered;
     private final LongAdder checksumFailures = new LongAdder();
+    private final LongAdder readFailures = new LongAdder();
+    /** When the last unreadable-copy line was logged ({@link System#nanoTime}); far in the past at first. */
+    private final AtomicLong lastReadFailureLog = new AtomicLong(System.nanoTime() - READ_FAILURE_LOG_NANOS);
+
     private final LongAdder groupCommits = new LongAdder();
     private final DiskSpace space;
 
@@ -181,6 +190,11 @@ public final class NvmeTier implements BlockTier {
     /** Synced index writes since the tier opened; each made a whole batch of blocks visible. */
     public long groupCommits() {
         return groupCommits.sum();
+    }
+
+    /** Copies dropped since the tier opened because the device could not read them back. */
+    public long readFailures() {
+        return readFailures.sum();
     }
 
     /** Reads that failed their checksum since the tier opened. */
@@ -400,20 +414,67 @@ public final class NvmeTier implements BlockTier {
                     "buffer of " + dst.byteSize() + " bytes is too small for block " + key + " of " + length);
         }
         MemorySegment target = dst.asSlice(0, length);
-        if (aligned(dst) && dst.byteSize() >= e.slotSize()) {
-            files.read(e.offset(), dst.asSlice(0, e.slotSize()));
-        } else {
-            try (Arena arena = Arena.ofConfined()) {
-                MemorySegment buffer = arena.allocate(e.slotSize(), ALIGN);
-                files.read(e.offset(), buffer);
-                MemorySegment.copy(buffer, 0, target, 0, length);
+        try {
+            if (aligned(dst) && dst.byteSize() >= e.slotSize()) {
+                files.read(e.offset(), dst.asSlice(0, e.slotSize()));
+            } else {
+                try (Arena arena = Arena.ofConfined()) {
+                    MemorySegment buffer = arena.allocate(e.slotSize(), ALIGN);
+                    files.read(e.offset(), buffer);
+                    MemorySegment.copy(buffer, 0, target, 0, length);
+                }
             }
+        } catch (PosixException failed) {
+            if (!bytesLost(failed)) {
+                throw failed; // not the copy's fault (a file closed at shutdown): it stays
+            }
+            dropUnreadable(key, e, failed);
+            throw new UnreadableCopyException(
+                    "block " + key + " in tier NVME could not be read (" + failed.getMessage()
+                            + "); that copy is dropped",
+                    failed);
         }
         if (Checksums.crc32c(target) != e.record().crc32c()) {
             dropFailed(key, e);
             throw new ChecksumMismatchException("block " + key + " in tier NVME fails its CRC32C");
         }
         return e.record();
+    }
+
+    /**
+     * Whether a failed read says the slot's bytes are gone: the device failed it (EIO), or the file ends
+     * before the slot (cut short under the running service). Other errors say nothing about the copy.
+     */
+    private static boolean bytesLost(PosixException e) {
+        return e.errno() == LibC.EIO || e.errno() == 0;
+    }
+
+    /**
+     * Drops a copy the device could not read back. Logged once a minute at most, with the count since the
+     * last line: a failing drive fails every read, and a line per block would bury the log.
+     */
+    private void dropUnreadable(BlockKey key, NvmeIndex.Entry e, PosixException why) {
+        readFailures.increment();
+        if (blocks.remove(key, e)) {
+            try {
+                index.delete(key);
+                slabs.free(e.offset(), e.slotSize());
+            } catch (IOException indexFailed) {
+                // the slot stays taken (the index may still name it); a restart re-checks it by CRC on read
+                log.debug("could not remove unreadable {} from the NVMe index: {}", key, indexFailed.getMessage());
+            }
+        }
+        long now = System.nanoTime();
+        long last = lastReadFailureLog.get();
+        if (now - last >= READ_FAILURE_LOG_NANOS && lastReadFailureLog.compareAndSet(last, now)) {
+            long total = readFailures.sum();
+            log.warn(
+                    "NVMe tier could not read block {} ({}); the copy is dropped ({} unreadable copies dropped since the"
+                            + " tier opened; at most one such line a minute)",
+                    key,
+                    why.getMessage(),
+                    total);
+        }
     }
 
     private void dropFailed(BlockKey key, NvmeIndex.Entry e) throws IOException {
