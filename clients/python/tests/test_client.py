@@ -246,3 +246,46 @@ def test_a_store_over_the_request_size_limit_raises_payload_too_large(tmp_path):
         assert "kvstore.max-request-size" in e.value.detail
     finally:
         svc.stop()
+
+
+class _TorchStandIn:
+    """The parts of torch a CPU tensor passed as block data uses (``torch.Tensor`` as torch behaves, written
+    for this test): ``.numpy()`` refuses dtypes numpy lacks (bfloat16, float8) with a TypeError, as torch does;
+    ``.view(torch.uint8)`` reinterprets the same memory."""
+
+    uint8 = "uint8"
+
+    class Tensor:
+        def __init__(self, storage, dtype):
+            self._storage, self.dtype = storage, dtype  # storage: a numpy array of the element's width
+
+        def numpy(self):
+            if self.dtype in ("bfloat16", "float8_e4m3fn"):
+                raise TypeError(f"Got unsupported ScalarType {self.dtype}")
+            return self._storage
+
+        def view(self, dtype):
+            assert dtype == "uint8"
+            return _TorchStandIn.Tensor(self._storage.view(np.uint8), "uint8")
+
+        def is_contiguous(self):
+            return self._storage.flags.c_contiguous
+
+        def detach(self):
+            return self
+
+
+@pytest.mark.parametrize("dtype,width", [("bfloat16", np.uint16), ("float8_e4m3fn", np.uint8)])
+def test_a_bfloat16_or_float8_cpu_tensor_stores_and_fetches_its_own_bytes(client, ns, monkeypatch, dtype, width):
+    import sys
+
+    torch = _TorchStandIn()
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    hashes, data, _ = prompt(2, SMALL.block_bytes, seed=21)
+    kv = torch.Tensor(data[0].view(width).reshape(2, -1), dtype)  # a bf16 KV block, as the engine holds it
+    client.store(ns, [Block(hashes[0], kv)])
+    assert np.array_equal(client.fetch(ns, hashes[:1])[0], data[0])
+    out = torch.Tensor(np.zeros(SMALL.block_bytes // np.dtype(width).itemsize, width), dtype)
+    client.fetch(ns, hashes[:1], out=[out])  # into the engine's own bf16 buffer
+    assert out._storage.view(np.uint8).tobytes() == data[0].tobytes()

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import json
 import os
 import signal
+import struct
 import time
+import urllib.request
 
 import engines  # noqa: F401  (stand-ins on the path)
 import numpy as np
@@ -86,6 +89,22 @@ class Driver:
             self.step()
             time.sleep(0.005)
         return self.finished.pop(jid)
+
+
+def parents_in_kvstore(url, namespace, hashes):
+    """Each block's parent as kvstore holds it (the parent field of its frame in a fetch answer), None for
+    a chain root."""
+    body = json.dumps({"blockHashes": [h.hex() for h in hashes]}).encode()
+    req = urllib.request.Request(f"{url}/v1/namespaces/{namespace}/blocks:fetch", data=body, method="POST",
+                                 headers={"Content-Type": "application/json"})
+    out = []
+    with urllib.request.urlopen(req, timeout=30) as r:
+        for _ in hashes:
+            r.read(r.read(1)[0])
+            plen = r.read(1)[0]
+            out.append(r.read(plen) if plen else None)
+            r.read(struct.unpack(">I", r.read(4))[0])
+    return out
 
 
 def keys_of(n, seed, group=0):
@@ -328,3 +347,41 @@ def test_a_load_job_that_fails_outright_is_no_hit_again_for_the_same_request(ser
         assert d.lookup(keys[:1], req) == [LookupResult.MISS]  # else: promote, fail, promote... every step
     finally:
         d.tier.shutdown()
+
+
+def test_a_store_jobs_first_block_names_the_last_block_of_the_requests_job_before_it(service, driver, ns):
+    # vLLM's scheduler touches the request's keys of each group in prefix order (its whole list, grown)
+    # before it builds the request's store jobs, then stores each job's new keys
+    keys = keys_of(8, "across-jobs")
+    fill(driver, range(8), 12)
+    req = ReqContext("long-prompt")
+    driver.tier.on_new_request(req)
+    driver.tier.touch(keys[:4], req)
+    assert driver.wait(driver.job(keys[:4], range(4), False, req)).success
+    driver.tier.touch(keys, req)
+    assert driver.wait(driver.job(keys[4:], range(4, 8), False, req)).success
+    hashes = [bytes(k)[:-4] for k in keys]
+    assert parents_in_kvstore(service.url, f"{ns}-g0", hashes) == [None] + hashes[:-1]
+    driver.tier.on_request_finished(req)
+    assert "long-prompt" not in driver.tier._parents and "long-prompt" not in driver.tier._touched
+
+
+def test_a_store_job_whose_keys_come_as_a_set_chains_them_in_the_requests_order(service, driver, ns):
+    # the cascade to a secondary tier hands over the scheduler's set(keys_to_store): no order of its own
+    keys = keys_of(8, "set-order", 0) + keys_of(3, "set-order", 1)
+    fill(driver, range(11), 13)
+    req = ReqContext("set")
+    driver.tier.on_new_request(req)
+    driver.tier.touch(keys[:8], req)
+    driver.tier.touch(keys[8:], req)
+    unordered = set(keys)
+    rows = {k: i for i, k in enumerate(keys)}
+    order = list(unordered)
+    job = JobMetadata(job_id=900, keys=unordered, block_ids=np.array([rows[k] for k in order], dtype=np.int64),
+                      is_promotion=False, req_context=req)
+    driver.tier.submit_store(job)
+    assert driver.wait(900).success
+    h0 = [bytes(k)[:-4] for k in keys[:8]]
+    h1 = [bytes(k)[:-4] for k in keys[8:]]
+    assert parents_in_kvstore(service.url, f"{ns}-g0", h0) == [None] + h0[:-1]
+    assert parents_in_kvstore(service.url, f"{ns}-g1", h1) == [None] + h1[:-1]

@@ -4,6 +4,7 @@ form the block, in order."""
 from __future__ import annotations
 
 import ctypes
+import sys
 from typing import Any, List
 
 import numpy as np
@@ -11,13 +12,23 @@ import numpy as np
 
 def as_bytes(buf: Any) -> np.ndarray:
     """A flat uint8 view of one buffer (numpy array, bytes-like, anything with ``.numpy()`` such as a CPU
-    torch tensor), without copying."""
+    torch tensor, bfloat16 and float8 ones included), without copying."""
     if isinstance(buf, np.ndarray):
         if not buf.flags.c_contiguous:
             raise ValueError("block data must be contiguous")
         return buf.reshape(-1).view(np.uint8)
     if hasattr(buf, "numpy") and not isinstance(buf, (bytes, bytearray, memoryview)):
-        return as_bytes(buf.numpy())
+        try:
+            return as_bytes(buf.numpy())
+        except TypeError:
+            # torch has no numpy dtype for bfloat16 / float8 (".numpy()" raises TypeError): the same bytes,
+            # viewed as uint8 first, without copying
+            torch = sys.modules.get("torch")
+            if torch is None or not isinstance(buf, torch.Tensor):
+                raise
+            if not buf.is_contiguous():
+                raise ValueError("block data must be contiguous")
+            return as_bytes(buf.detach().view(torch.uint8).numpy())
     return np.frombuffer(memoryview(buf).cast("B"), dtype=np.uint8)
 
 

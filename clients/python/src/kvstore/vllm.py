@@ -16,8 +16,14 @@ How it behaves, as the interface asks:
   go to kvstore as one prefix lookup per request at the step's end (``on_schedule_end``).
 - Keys: an ``OffloadKey`` is vLLM's block hash plus a 4-byte KV-cache group index. Each group is its own
   namespace (``<namespace>-g<idx>``), and the block hash is the kvstore hash (SHA-256 of it when it is
-  not 32 bytes, e.g. xxhash). Within a store job, each key's parent is the key before it in the same
-  group, so prefix lookups and the prefix-aware eviction policy see vLLM's chains.
+  not 32 bytes, e.g. xxhash).
+- Parents: vLLM's scheduler ``touch``-es each group's keys of a request in prefix order before it builds
+  the request's store jobs; the tier remembers, per request, the key before each key (same group) and
+  stores every block with that parent, so the first block of a job names the last block of the job before
+  it, and a job's keys may come in any order (vLLM hands them over as a set). A key vLLM did not touch
+  falls back to the key before it in the job when the job's keys are ordered (a list or tuple), else has
+  no parent. The memory is the request's keys, dropped at ``on_request_finished``. KV events and the
+  prefix-aware eviction policy so see vLLM's chains.
 - Stores copy the primary tier's rows (``primary_kv_view[block_id]``) into kvstore; loads copy kvstore
   blocks into the rows given. A block that cannot be loaded (evicted since the lookup, damaged, kvstore
   down or restarted) is reported failed through ``JobResult.successful_keys``, so vLLM recomputes it:
@@ -102,6 +108,10 @@ class KvStoreTier(SecondaryTierManager):
         self._asked: set = set()  # (request, key) sent and not answered
         self._futures: set = set()
         self._finished: List[JobResult] = []
+        # request -> key -> the key before it in the request (same group), from vLLM's touch calls; and per
+        # touched sequence (by its first key) how far it was recorded. Dropped when the request finishes
+        self._parents: Dict[str, Dict[bytes, bytes]] = {}
+        self._touched: Dict[str, Dict[bytes, Tuple[int, bytes]]] = {}
         self.locality = Locality.LOCAL if local != "off" else None
 
     # ------------------------------------------------------------------ the interface
@@ -124,7 +134,12 @@ class KvStoreTier(SecondaryTierManager):
         return LookupResult.RETRY
 
     def submit_store(self, job_metadata) -> None:
-        self._submit(job_metadata, self._store)
+        # parents are read here, on the scheduler's thread: the request may finish (and its state go) before
+        # the job runs
+        with self._lock:
+            known = self._parents.get(job_metadata.req_context.req_id, {})
+            parents = {bytes(k): known[bytes(k)] for k in job_metadata.keys if bytes(k) in known}
+        self._submit(job_metadata, lambda job: self._store(job, parents))
 
     def submit_load(self, job_metadata) -> None:
         self._submit(job_metadata, self._load)
@@ -139,13 +154,35 @@ class KvStoreTier(SecondaryTierManager):
             return bool(self._futures) or any(self._queued.values())
 
     def touch(self, keys, req_context):
-        return  # kvstore counts accesses itself, on lookup and lease
+        """kvstore counts accesses itself (lookup, lease); what this keeps is the order: vLLM touches a group's
+        keys of a request in prefix order (its whole list every time, grown), so the key before a key is its
+        parent. Only the part not seen before is walked."""
+        seq = keys if isinstance(keys, (list, tuple)) else list(keys)
+        if len(seq) < 2:
+            return
+        first = bytes(seq[0])
+        with self._lock:
+            parents = self._parents.setdefault(req_context.req_id, {})
+            marks = self._touched.setdefault(req_context.req_id, {})
+            start = 1
+            mark = marks.get(first)
+            if mark is not None and mark[0] <= len(seq) and bytes(seq[mark[0] - 1]) == mark[1]:
+                start = mark[0]
+            prev = bytes(seq[start - 1])
+            for i in range(start, len(seq)):
+                k = bytes(seq[i])
+                if k[-4:] == prev[-4:] and k != prev:  # same group (a list of one key per group chains nothing)
+                    parents[k] = prev
+                prev = k
+            marks[first] = (len(seq), prev)
 
     def on_request_finished(self, req_context) -> None:
         rid = req_context.req_id
         with self._lock:
             self._queued.pop(rid, None)
             self._known.pop(rid, None)
+            self._parents.pop(rid, None)
+            self._touched.pop(rid, None)
             self._asked = {k for k in self._asked if k[0] != rid}
 
     def on_schedule_end(self, context) -> None:
@@ -237,16 +274,19 @@ class KvStoreTier(SecondaryTierManager):
                 answers[k] = i < n
         return answers
 
-    def _store(self, job) -> JobResult:
+    def _store(self, job, parents: Dict[bytes, bytes]) -> JobResult:
         keys = [bytes(k) for k in job.keys]
+        ordered = not isinstance(job.keys, (set, frozenset))  # vLLM's cascade hands a set: no order to chain by
         ok = True
         for group, idx in _indices_by_group(keys).items():
             self._declare(group)
-            blocks, parent = [], None
+            blocks, before = [], None
             for i in idx:
                 h = _keys.block_hash(_split(keys[i])[0])
+                p = parents.get(keys[i])
+                parent = _keys.block_hash(_split(p)[0]) if p is not None else (before if ordered else None)
                 blocks.append(Block(h, self._rows[int(job.block_ids[i])], parent))
-                parent = h
+                before = h
             try:
                 result = self._data_path().store(self._ns(group), blocks)
             except NotFound:  # the service lost the namespace (a restart on fresh data): declare it again
