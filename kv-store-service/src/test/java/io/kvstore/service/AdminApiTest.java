@@ -67,12 +67,13 @@ class AdminApiTest extends ServiceTest {
 
     @Test
     void anEvictionPolicyEntryWithoutPolicyOrWatermarksIsRefusedNotIgnored() throws Exception {
-        // a misspelt key ("polcy") used to answer 200 and change nothing
+        // a misspelt key ("polcy") used to answer 200 and change nothing; it is named as the field at fault
         var typo = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{\"polcy\":\"LFU\"}}", ADMIN);
         assertThat(typo.statusCode()).as(typo.body()).isEqualTo(400);
-        assertThat(typo.body()).contains("\"field\":\"DRAM\"", "needs policy and/or watermarks");
+        assertThat(typo.body()).contains("\"field\":\"DRAM.polcy\"", "highWatermark, lowWatermark, policy");
         var empty = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{}}", ADMIN);
         assertThat(empty.statusCode()).as(empty.body()).isEqualTo(400);
+        assertThat(empty.body()).contains("\"field\":\"DRAM\"", "needs policy and/or watermarks");
     }
 
     @Test
@@ -147,5 +148,46 @@ class AdminApiTest extends ServiceTest {
                 .contains(
                         "\"deviceStorage\":{\"hbm\":\"none\"",
                         "\"route\":\"no HBM tier; DRAM demotes to NVMe through host memory\"");
+    }
+
+    /**
+     * A misspelt field is refused, not dropped: {@code namspace} dropped from an evict of 1000 blocks would
+     * evict them from every namespace, and {@code cache_salt} dropped from a pin would pin the blocks of an
+     * unsalted request. The problem names the field and the fields there are, and nothing is evicted.
+     */
+    @Test
+    void aFieldTheAdminApiDoesNotKnowIsRefusedAndChangesNothing() throws Exception {
+        assertThat(http.json("PUT", "/v1/namespaces/typo", TestLayout.declaration("m"))
+                        .statusCode())
+                .isIn(200, 201);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(2, 606));
+        assertThat(http.putBytes(
+                                "/v1/namespaces/typo/blocks",
+                                "application/octet-stream",
+                                Http.frames(hashes, TestLayout.blocks(2, 606), null))
+                        .statusCode())
+                .isEqualTo(200);
+
+        var evict =
+                http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"blocks\":1000,\"namspace\":\"other\"}", ADMIN);
+        assertThat(evict.statusCode()).as(evict.body()).isEqualTo(400);
+        assertThat(evict.body())
+                .contains("\"field\":\"namspace\"", "namespace")
+                .doesNotContain("io.kvstore", "AdminController");
+        assertThat(http.json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"typo\",\"blockHashes\":" + Http.hexList(hashes) + "}")
+                        .body())
+                .as("nothing was evicted")
+                .contains("\"matchedBlocks\":2", "\"DRAM\"");
+
+        var pin = http.json(
+                "POST", "/admin/pin", "{\"namespace\":\"typo\",\"tokenIds\":[1,2],\"cache_salt\":\"s\"}", ADMIN);
+        assertThat(pin.statusCode()).as(pin.body()).isEqualTo(400);
+        assertThat(pin.body()).contains("\"field\":\"cache_salt\"", "cacheSalt");
+        var policy = http.json("PUT", "/admin/eviction-policy", "{\"DRAM\":{\"polcy\":\"LFU\"}}", ADMIN);
+        assertThat(policy.statusCode()).as(policy.body()).isEqualTo(400);
+        assertThat(policy.body()).contains("\"field\":\"DRAM.polcy\"");
     }
 }

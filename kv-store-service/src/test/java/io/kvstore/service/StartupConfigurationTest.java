@@ -70,6 +70,39 @@ class StartupConfigurationTest {
     }
 
     /**
+     * An HBM tier on {@code cuda-device} where CUDA cannot be used (no libcudart, driver or GPU, as here)
+     * stops start-up with one line naming the setting and why, not a bean-creation stack trace.
+     */
+    @Test
+    void aCudaDeviceTierWithoutCudaIsOneLineNamingTheSettingNotAStackTrace(CapturedOutput log) {
+        org.junit.jupiter.api.Assumptions.assumeFalse(
+                io.kvstore.ffm.cuda.CudaRuntime.availability().available(), "CUDA is usable here");
+        failsToStart(
+                log,
+                "kvstore.tiers.hbm.provider=cuda-device",
+                "--kvstore.tiers.hbm.provider=cuda-device",
+                "--kvstore.tiers.hbm.capacity=8MB",
+                "--kvstore.tiers.hbm.slab-size=4MB",
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    /** The same for a DRAM tier on {@code cuda-pinned} without CUDA. */
+    @Test
+    void aCudaPinnedDramTierWithoutCudaIsOneLineNamingTheSettingNotAStackTrace(CapturedOutput log) {
+        org.junit.jupiter.api.Assumptions.assumeFalse(
+                io.kvstore.ffm.cuda.CudaRuntime.availability().available(), "CUDA is usable here");
+        failsToStart(
+                log,
+                "kvstore.tiers.dram.provider=cuda-pinned",
+                "--kvstore.tiers.dram.provider=cuda-pinned",
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    /**
      * {@code kvstore.transport.data-plane=ucx} forces the plane: when it cannot start (here UCX has no
      * transport by the name {@code ucx-tls} gives), start-up fails naming why, as configs/README.md says,
      * instead of the service coming up with the one-sided path off.

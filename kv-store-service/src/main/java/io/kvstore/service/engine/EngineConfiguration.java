@@ -4,6 +4,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.engine.EngineEvents;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.TierSettings;
+import io.kvstore.ffm.Availability;
 import io.kvstore.hashing.VllmHasher;
 import io.kvstore.nixl.DevicePathChoice;
 import io.kvstore.service.config.KvStoreProperties;
@@ -83,9 +84,11 @@ public class EngineConfiguration {
             }
             var dram = t.dram();
             shared = sharedDram(properties, local);
+            MemoryProvider dramProvider = shared != null ? shared : transport.dramProvider(dram.provider());
+            requireAvailable("kvstore.tiers.dram.provider", dram.provider(), dramProvider.availability());
             tiers.add(new MemoryTier(
                     TierId.DRAM,
-                    shared != null ? shared : transport.dramProvider(dram.provider()),
+                    dramProvider,
                     dram.capacity().toBytes(),
                     dram.slabSize().toBytes()));
             settings.put(TierId.DRAM, settingsOf(t.dram()));
@@ -255,20 +258,27 @@ public class EngineConfiguration {
      */
     private static BlockTier hbmTier(KvStoreProperties.MemoryTier p) {
         if (CudaDeviceCopier.NAME.equals(p.provider())) {
+            requireAvailable("kvstore.tiers.hbm.provider", p.provider(), CudaDeviceCopier.availability());
             return new DeviceTier(
                     TierId.HBM,
                     new CudaDeviceCopier(0, p.capacity().toBytes()),
                     p.slabSize().toBytes());
         }
-        return memoryTier(TierId.HBM, p);
+        MemoryProvider provider = MemoryProvider.named(p.provider());
+        requireAvailable("kvstore.tiers.hbm.provider", p.provider(), provider.availability());
+        return new MemoryTier(
+                TierId.HBM, provider, p.capacity().toBytes(), p.slabSize().toBytes());
     }
 
-    private static MemoryTier memoryTier(TierId id, KvStoreProperties.MemoryTier p) {
-        return new MemoryTier(
-                id,
-                MemoryProvider.named(p.provider()),
-                p.capacity().toBytes(),
-                p.slabSize().toBytes());
+    /**
+     * A tier's provider that cannot run here (CUDA without a driver or GPU) stops start-up with one line
+     * naming the setting, under "APPLICATION FAILED TO START" ({@code ConfigurationFailureAnalyzer}).
+     */
+    private static void requireAvailable(String setting, String provider, Availability availability) {
+        if (!availability.available()) {
+            throw new IllegalStateException(
+                    setting + "=" + provider + " but it is unavailable here: " + availability.detail());
+        }
     }
 
     private static TierSettings settingsOf(KvStoreProperties.MemoryTier p) {

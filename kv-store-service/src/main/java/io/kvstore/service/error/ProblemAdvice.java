@@ -29,6 +29,7 @@ import org.springframework.web.context.request.WebRequest;
 import org.springframework.web.method.annotation.ExceptionHandlerMethodResolver;
 import org.springframework.web.servlet.mvc.method.annotation.ResponseEntityExceptionHandler;
 import tools.jackson.core.JacksonException;
+import tools.jackson.databind.exc.UnrecognizedPropertyException;
 
 /**
  * Turns every failure into an RFC 9457 {@code application/problem+json} answer: Spring MVC's own errors
@@ -226,6 +227,14 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
             String what = jackson.getOriginalMessage();
             int cut = what.indexOf('\n');
             what = cut > 0 ? what.substring(0, cut) : what;
+            if (jackson instanceof UnrecognizedPropertyException unknown) {
+                // Jackson's own message names the Java class; the client needs the fields there are
+                what = "not a field here; the fields are "
+                        + unknown.getKnownPropertyIds().stream()
+                                .map(String::valueOf)
+                                .sorted()
+                                .collect(Collectors.joining(", "));
+            }
             if (!field.isEmpty()) {
                 problem.setDetail("field '" + field + "': " + what);
                 problem.setProperty("field", field);
