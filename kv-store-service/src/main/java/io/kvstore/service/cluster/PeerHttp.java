@@ -52,6 +52,7 @@ final class PeerHttp {
     private final String basePath;
     private final Duration timeout;
     private final ConcurrentLinkedDeque<Connection> idle = new ConcurrentLinkedDeque<>();
+    private volatile boolean closed;
 
     /**
      * A client for the peer at {@code address}, or null when the address is not a plain {@code
@@ -168,9 +169,28 @@ final class PeerHttp {
 
     private void release(Connection c) {
         c.idleSince = System.nanoTime();
-        if (idle.size() < MAX_IDLE_CONNECTIONS) {
+        if (!closed && idle.size() < MAX_IDLE_CONNECTIONS) {
             idle.addFirst(c);
+            if (closed) {
+                closeIdle();
+            }
         } else {
+            c.close();
+        }
+    }
+
+    /**
+     * Closes the pooled connections, and each call's connection when it ends: the peer left this address
+     * (it came back at another) or this node shuts down. A call still in flight is answered.
+     */
+    void close() {
+        closed = true;
+        closeIdle();
+    }
+
+    private void closeIdle() {
+        Connection c;
+        while ((c = idle.pollFirst()) != null) {
             c.close();
         }
     }

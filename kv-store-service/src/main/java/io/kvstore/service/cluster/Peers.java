@@ -7,8 +7,12 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentMap;
 import tools.jackson.databind.json.JsonMapper;
 
-/** The {@link Peer} for each member: this node in process, the others over one shared HTTP client. */
-public final class Peers {
+/**
+ * The {@link Peer} for each member: this node in process, the others over one shared HTTP client (and each
+ * its own pool of probe connections). A member that comes back at another address replaces its peer, whose
+ * pooled connections to the old address are closed; {@link #close} closes them all when the node stops.
+ */
+public final class Peers implements AutoCloseable {
 
     private final LocalPeer self;
     private final HttpClient http;
@@ -18,8 +22,8 @@ public final class Peers {
     private final String adminToken;
     private final PeerCredentials credentials;
     /**
-     * By name and address, not by the whole member: a node that registers again after its lease expired comes
-     * back with a new join time, and is the same peer.
+     * By name, not by the whole member: a node that registers again after its lease expired comes back with a
+     * new join time, and is the same peer unless its address changed.
      */
     private final ConcurrentMap<String, RemotePeer> remote = new ConcurrentHashMap<>();
 
@@ -46,9 +50,31 @@ public final class Peers {
         if (member.isSameNode(self.member())) {
             return self;
         }
-        return remote.computeIfAbsent(
-                member.name() + " " + member.address(),
-                k -> new RemotePeer(member, self.member(), http, json, timeout, token, adminToken, credentials));
+        RemotePeer known = remote.get(member.name());
+        if (known != null && known.member().address().equals(member.address())) {
+            return known;
+        }
+        RemotePeer[] replaced = new RemotePeer[1];
+        RemotePeer peer = remote.compute(member.name(), (name, before) -> {
+            if (before != null && before.member().address().equals(member.address())) {
+                return before;
+            }
+            replaced[0] = before;
+            return new RemotePeer(member, self.member(), http, json, timeout, token, adminToken, credentials);
+        });
+        if (replaced[0] != null) {
+            // its pooled sockets lead to an address the node left: they would stay open (CLOSE_WAIT) for good
+            replaced[0].close();
+        }
+        return peer;
+    }
+
+    /** Closes every peer's pooled connections and the shared client's threads. */
+    @Override
+    public void close() {
+        remote.values().forEach(RemotePeer::close);
+        remote.clear();
+        http.shutdownNow();
     }
 
     public Member self() {

@@ -68,6 +68,13 @@ public final class RemotePeer implements Peer {
         return member;
     }
 
+    /** Closes this peer's pooled probe connections (it moved to another address, or this node stops). */
+    void close() {
+        if (probes != null) {
+            probes.close();
+        }
+    }
+
     @Override
     public Probe probe(Caller caller, String namespace, List<BlockHash> hashes, boolean lease) throws IOException {
         return sendProbe(caller, namespace, hashes, lease).answer();
@@ -103,7 +110,8 @@ public final class RemotePeer implements Peer {
         }
         PeerHttp.Call call;
         try {
-            call = probes.send("POST", path, headers(caller, "POST", path, token), "application/octet-stream", body);
+            call = probes.send(
+                    "POST", path, headers(caller, "POST", path, token, body), "application/octet-stream", body);
         } catch (IOException e) {
             PeerException failed = unreachable(e);
             return () -> {
@@ -123,9 +131,8 @@ public final class RemotePeer implements Peer {
 
     /** The probe through the JDK's HTTP client, completed by its threads. */
     private CompletableFuture<Probe> probeAsync(Caller caller, String path, byte[] body, int asked) {
-        HttpRequest request = request(caller, "POST", path)
+        HttpRequest request = request(caller, "POST", path, body)
                 .header("Content-Type", "application/octet-stream")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body))
                 .build();
         return http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).handle((response, error) -> {
             try {
@@ -146,9 +153,8 @@ public final class RemotePeer implements Peer {
 
     @Override
     public EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException {
-        byte[] answer = send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks")
-                .header("Content-Type", "application/octet-stream")
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(frames)));
+        byte[] answer = send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks", frames)
+                .header("Content-Type", "application/octet-stream"));
         return json.readValue(answer, EngineResponses.Stored.class);
     }
 
@@ -156,23 +162,20 @@ public final class RemotePeer implements Peer {
     public byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException {
         byte[] body = json.writeValueAsBytes(
                 new FetchRequest(hashes.stream().map(BlockHash::hex).toList()));
-        return send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:fetch")
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofByteArray(body)));
+        return send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:fetch", body)
+                .header("Content-Type", "application/json"));
     }
 
     @Override
     public boolean delete(Caller caller, String namespace, BlockHash hash) throws IOException {
-        return sendUnlessAbsent(
-                        request(caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex())
-                                .DELETE())
+        return sendUnlessAbsent(request(
+                        caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex(), null))
                 != null;
     }
 
     @Override
     public int deleteNamespace(Caller caller, String namespace) throws IOException {
-        byte[] answer = sendUnlessAbsent(
-                request(caller, "DELETE", "/v1/namespaces/" + encode(namespace)).DELETE());
+        byte[] answer = sendUnlessAbsent(request(caller, "DELETE", "/v1/namespaces/" + encode(namespace), null));
         return answer == null
                 ? -1
                 : json.readValue(answer, EngineResponses.NamespaceDeleted.class).deletedBlocks();
@@ -180,56 +183,58 @@ public final class RemotePeer implements Peer {
 
     @Override
     public void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException {
-        send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace))
-                .header("Content-Type", "application/json")
-                .PUT(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(declaration))));
+        send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace), json.writeValueAsBytes(declaration))
+                .header("Content-Type", "application/json"));
     }
 
     @Override
     public boolean release(Caller caller, String leaseId) throws IOException {
-        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId))
-                        .DELETE())
-                != null;
+        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId), null)) != null;
     }
 
     @Override
     public int pin(Caller caller, AdminController.PinRequest request, boolean pin, long revision) throws IOException {
-        byte[] answer = send(admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin")
+        byte[] answer = send(admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin", json.writeValueAsBytes(request))
                 .header("Content-Type", "application/json")
-                .header(PINS_REVISION, Long.toString(revision))
-                .POST(HttpRequest.BodyPublishers.ofByteArray(json.writeValueAsBytes(request))));
+                .header(PINS_REVISION, Long.toString(revision)));
         JsonNode counts = json.readTree(answer);
         return counts.path(pin ? "pinnedBlocks" : "unpinnedBlocks").asInt();
     }
 
     @Override
     public AdminController.Tiers tiers(Caller caller) throws IOException {
-        return json.readValue(send(admin(caller, "GET", "/admin/tiers").GET()), AdminController.Tiers.class);
+        return json.readValue(send(admin(caller, "GET", "/admin/tiers", null)), AdminController.Tiers.class);
     }
 
     /** A call to the peer's admin API: the signed caller, or else this cluster's admin token. */
-    private HttpRequest.Builder admin(Caller caller, String method, String path) {
-        return request(caller, method, path, adminToken);
+    private HttpRequest.Builder admin(Caller caller, String method, String path, byte[] body) {
+        return request(caller, method, path, adminToken, body);
     }
 
     /** A call to the peer's engine API: the signed caller, or else the peer token. */
-    private HttpRequest.Builder request(Caller caller, String method, String path) {
-        return request(caller, method, path, token);
+    private HttpRequest.Builder request(Caller caller, String method, String path, byte[] body) {
+        return request(caller, method, path, token, body);
     }
 
-    private HttpRequest.Builder request(Caller caller, String method, String path, String bearer) {
-        var builder =
-                HttpRequest.newBuilder(URI.create(member.address() + path)).timeout(timeout);
-        headers(caller, method, path, bearer).forEach(builder::header);
+    /** A call with {@code body} (null: none), signed over it. */
+    private HttpRequest.Builder request(Caller caller, String method, String path, String bearer, byte[] body) {
+        var builder = HttpRequest.newBuilder(URI.create(member.address() + path))
+                .timeout(timeout)
+                .method(
+                        method,
+                        body == null
+                                ? HttpRequest.BodyPublishers.noBody()
+                                : HttpRequest.BodyPublishers.ofByteArray(body));
+        headers(caller, method, path, bearer, body == null ? new byte[0] : body).forEach(builder::header);
         return builder;
     }
 
     /** The headers every node-to-node call carries: who forwards it, and the signed caller or the token. */
-    private Map<String, String> headers(Caller caller, String method, String path, String bearer) {
+    private Map<String, String> headers(Caller caller, String method, String path, String bearer, byte[] body) {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put(FORWARDED, self.name());
         if (credentials.configured()) {
-            headers.putAll(credentials.sign(method, path, caller));
+            headers.putAll(credentials.sign(method, path, caller, body));
         } else if (bearer != null && !bearer.isBlank()) {
             headers.put("Authorization", "Bearer " + bearer);
         }

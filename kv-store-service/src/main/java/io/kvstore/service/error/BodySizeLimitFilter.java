@@ -18,7 +18,7 @@ import org.springframework.web.filter.OncePerRequestFilter;
  * batches ({@code application/octet-stream}) are JSON parsed on the heap and held to the much smaller
  * {@code kvstore.limits.max-json-body}, so a huge JSON lookup is refused at once instead of filling the heap.
  */
-public final class BodySizeLimitFilter extends OncePerRequestFilter {
+public final class BodySizeLimitFilter extends OncePerRequestFilter implements org.springframework.core.Ordered {
 
     private final long maxBlockBody;
     private final long maxJsonBody;
@@ -26,6 +26,12 @@ public final class BodySizeLimitFilter extends OncePerRequestFilter {
     public BodySizeLimitFilter(long maxBlockBody, long maxJsonBody) {
         this.maxBlockBody = maxBlockBody;
         this.maxJsonBody = Math.min(maxJsonBody, maxBlockBody);
+    }
+
+    /** After the framework's filters, and before the one that checks a peer's body (which reads it whole). */
+    @Override
+    public int getOrder() {
+        return LOWEST_PRECEDENCE - 1;
     }
 
     @Override

@@ -18,21 +18,30 @@ import tools.jackson.databind.json.JsonMapper;
 /**
  * How cluster nodes vouch for their callers: a node that forwards an engine or admin call to a peer sends
  * the caller it authenticated ({@value #CALLER}: the tenant, token id, grants and roles as base64url JSON)
- * and an HMAC-SHA256 over that, the method, the path and a timestamp, keyed with the shared
- * {@code kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The peer checks the
+ * and an HMAC-SHA256 over that, the method, the path, the SHA-256 of the body ({@value #BODY}) and a
+ * timestamp, keyed with the shared {@code kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix
+ * seconds>.<hex>}). The peer checks the body against its signed digest before the body is read by anything
+ * else ({@link PeerBodyFilter}: 401 when it was changed on the way), checks the
  * signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
  * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without
  * the secret cannot claim another tenant's identity. The secret itself never travels; a signature is good
- * for its one method, path and caller within {@link #MAX_SKEW_SECONDS} of its timestamp.
+ * for its one method, path, caller and body within {@link #MAX_SKEW_SECONDS} of its timestamp.
  */
 public final class PeerCredentials {
 
     /** The forwarded caller, base64url JSON of {@link Caller}. */
     public static final String CALLER = "Kvstore-Caller";
-    /** {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path and {@value #CALLER}. */
+    /**
+     * {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path, {@value #CALLER} and {@value
+     * #BODY}.
+     */
     public static final String SIGNATURE = "Kvstore-Peer-Signature";
+    /** The hex SHA-256 of the request body (of no bytes when there is none), covered by {@value #SIGNATURE}. */
+    public static final String BODY = "Kvstore-Body-Sha256";
 
     static final long MAX_SKEW_SECONDS = 300;
+    /** The request attribute holding a forwarded caller whose signature and body were verified. */
+    static final String VERIFIED = PeerCredentials.class.getName() + ".verified";
 
     private final byte @Nullable [] secret;
     private final JsonMapper json;
@@ -49,12 +58,30 @@ public final class PeerCredentials {
         return secret != null;
     }
 
-    /** The two headers that carry {@code caller} on a call of {@code method} to {@code path}. */
-    public Map<String, String> sign(String method, String path, Caller caller) {
+    /**
+     * The three headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
+     * (empty for a call without one).
+     */
+    public Map<String, String> sign(String method, String path, Caller caller, byte[] body) {
         String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
+        String digest = digest(body);
         long now = clock.instant().getEpochSecond();
         return Map.of(
-                CALLER, encoded, SIGNATURE, now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded)));
+                CALLER,
+                encoded,
+                BODY,
+                digest,
+                SIGNATURE,
+                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest)));
+    }
+
+    /** The hex SHA-256 of {@code body}, as {@value #BODY} carries it. */
+    static String digest(byte[] body) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     /**
@@ -64,6 +91,9 @@ public final class PeerCredentials {
      *     another request's signature, or a stale one)
      */
     public @Nullable Caller forwarded(HttpServletRequest request) {
+        if (request.getAttribute(VERIFIED) instanceof Caller verified) {
+            return verified; // by PeerBodyFilter, body included
+        }
         String encoded = request.getHeader(CALLER);
         if (encoded == null) {
             return null;
@@ -82,7 +112,13 @@ public final class PeerCredentials {
         } catch (RuntimeException e) {
             throw new ForbiddenException("a forwarded caller needs a valid " + SIGNATURE + " header");
         }
-        byte[] expected = mac(at, request.getMethod(), request.getRequestURI(), encoded);
+        // the body itself was checked against this digest before anything read it (PeerBodyFilter)
+        String digest = request.getHeader(BODY);
+        if (digest == null) {
+            throw new ForbiddenException("a forwarded caller needs a " + BODY + " header (the SHA-256 of the body, "
+                    + "covered by " + SIGNATURE + "); nodes of older releases do not send it: upgrade every node");
+        }
+        byte[] expected = mac(at, request.getMethod(), request.getRequestURI(), encoded, digest);
         if (!MessageDigest.isEqual(given, expected)) {
             throw new ForbiddenException("the forwarded caller's " + SIGNATURE
                     + " does not match: the calling node does not share this node's kvstore.cluster.secret");
@@ -98,11 +134,12 @@ public final class PeerCredentials {
         }
     }
 
-    private byte[] mac(long at, String method, String path, String caller) {
+    private byte[] mac(long at, String method, String path, String caller, String body) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(java.util.Objects.requireNonNull(secret), "HmacSHA256"));
-            return mac.doFinal((at + "\n" + method + "\n" + path + "\n" + caller).getBytes(StandardCharsets.UTF_8));
+            return mac.doFinal(
+                    (at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body).getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException | InvalidKeyException e) {
             throw new IllegalStateException(e);
         }

@@ -54,6 +54,12 @@ public class SecurityWebConfiguration implements WebMvcConfigurer {
         return new PeerCredentials(secret, json, Clock.systemUTC());
     }
 
+    /** Checks a forwarded call's body against its signed digest before any handler reads it. */
+    @Bean
+    static PeerBodyFilter peerBodyFilter(PeerCredentials credentials, JsonMapper json) {
+        return new PeerBodyFilter(credentials, json);
+    }
+
     @Override
     public void addInterceptors(InterceptorRegistry registry) {
         registry.addInterceptor(new ApiAuthInterceptor(new EngineCallers(tokens, peers)))

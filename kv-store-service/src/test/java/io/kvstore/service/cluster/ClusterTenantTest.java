@@ -140,14 +140,15 @@ class ClusterTenantTest {
     /** A fetch sent straight to b as a peer would send it, with the given caller and signing secret. */
     private static HttpResponse<String> forwardedFetch(Caller caller, String secret) throws Exception {
         String path = "/v1/namespaces/" + NS + "/blocks:fetch";
+        byte[] body = ("{\"blockHashes\":" + ClusterNodes.hexList(prompt.subList(0, 8)) + "}")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8);
         var builder = HttpRequest.newBuilder(URI.create(b.base() + path))
                 .header("Content-Type", "application/json")
                 .header(Peer.FORWARDED, "a")
-                .POST(HttpRequest.BodyPublishers.ofString(
-                        "{\"blockHashes\":" + ClusterNodes.hexList(prompt.subList(0, 8)) + "}"));
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body));
         if (secret != null) {
             new PeerCredentials(secret, JSON, Clock.systemUTC())
-                    .sign("POST", path, caller)
+                    .sign("POST", path, caller, body)
                     .forEach(builder::header);
         } else {
             String encoded =
@@ -174,6 +175,22 @@ class ClusterTenantTest {
         // and the same request for alpha passes the check (a 200, or a 404 for a block b does not hold)
         assertThat(forwardedFetch(ALPHA_CALLER, ClusterNodes.SECRET).statusCode())
                 .isIn(200, 404);
+    }
+
+    @Test
+    void aProbeWhoseBodyWasChangedAfterTheSendingNodeSignedItIsRefused() throws Exception {
+        OnThePath.Captured signed;
+        try (OnThePath path = new OnThePath()) {
+            path.peer().sendProbe(ALPHA_CALLER, NS, prompt.subList(0, 1), false).answer();
+            signed = path.last();
+        }
+
+        // another block asked, with a lease: refused before the probe servlet reads it
+        PeerSignedBodyTest.assertBodyRefused(
+                OnThePath.passOn(b.base(), signed, ProbeWire.request(prompt.subList(1, 2), true)));
+        var unchanged = OnThePath.passOn(b.base(), signed, signed.body());
+        assertThat(unchanged.statusCode()).as(new String(unchanged.body())).isEqualTo(200);
+        assertThat(unchanged.body()).hasSize(1);
     }
 
     @Test

@@ -39,6 +39,9 @@ class PeerHttpTest {
 
     private final List<Seen> seen = new CopyOnWriteArrayList<>();
     private final AtomicInteger connections = new AtomicInteger();
+    /** Connections the client closed (or the server ended). */
+    private final AtomicInteger closed = new AtomicInteger();
+
     private ServerSocket server;
 
     @AfterEach
@@ -101,6 +104,8 @@ class PeerHttpTest {
             }
         } catch (IOException | RuntimeException e) {
             // the client went away
+        } finally {
+            closed.incrementAndGet();
         }
     }
 
@@ -279,6 +284,56 @@ class PeerHttpTest {
                         peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer())
                 .isInstanceOfSatisfying(
                         PeerException.class, e -> assertThat(e.unreachable()).isTrue());
+    }
+
+    private static Peers peers() {
+        JsonMapper json = JsonMapper.builder().build();
+        return new Peers(
+                new LocalPeer(new Member("node-1", "http://127.0.0.1:1", 1), null, null, null, null, null),
+                json,
+                Duration.ofSeconds(30),
+                "peer-token",
+                "admin-token",
+                new PeerCredentials(null, json, Clock.systemUTC()));
+    }
+
+    private static void probe(Peers peers, Member member) throws Exception {
+        ((RemotePeer) peers.of(member))
+                .sendProbe(Caller.LOCAL, "ns", hashes(1), false)
+                .answer();
+    }
+
+    @Test
+    void aNodeBackAtAnotherAddressLeavesNoSocketOpenToItsOldOne() throws Exception {
+        String address =
+                serve(n -> ok(new String(new byte[] {(byte) ProbeWire.NOT_HELD}, StandardCharsets.ISO_8859_1)));
+        Peers peers = peers();
+        probe(peers, new Member("node-2", address, 1));
+        assertThat(connections).hasValue(1);
+
+        // node-2 registered again (its lease expired) at another address: the same server by another name here
+        probe(peers, new Member("node-2", address.replace("127.0.0.1", "localhost"), 2));
+
+        assertThat(connections).hasValue(2);
+        org.awaitility.Awaitility.await()
+                .atMost(Duration.ofSeconds(10))
+                .untilAsserted(() -> assertThat(closed).as("connections closed").hasValue(1));
+    }
+
+    @Test
+    void closingThePeersClosesTheirPooledSockets() throws Exception {
+        String address =
+                serve(n -> ok(new String(new byte[] {(byte) ProbeWire.NOT_HELD}, StandardCharsets.ISO_8859_1)));
+        Peers peers = peers();
+        probe(peers, new Member("node-2", address, 1));
+        probe(peers, new Member("node-3", address.replace("127.0.0.1", "localhost"), 1));
+        assertThat(connections).hasValue(2);
+
+        peers.close();
+
+        org.awaitility.Awaitility.await()
+                .atMost(Duration.ofSeconds(10))
+                .untilAsserted(() -> assertThat(closed).as("connections closed").hasValue(2));
     }
 
     @Test

@@ -1,0 +1,160 @@
+package io.kvstore.service.security;
+
+import io.kvstore.service.error.ForbiddenException;
+import io.kvstore.service.error.PayloadTooLargeException;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.springframework.core.Ordered;
+import org.springframework.web.filter.OncePerRequestFilter;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Checks a call a cluster peer forwards ({@value PeerCredentials#CALLER}) before any handler reads its body:
+ * first its signature over caller, method, path, body digest and time ({@link PeerCredentials#forwarded}:
+ * 403 problem JSON when it is not valid, before a byte of the body is read, so a stranger cannot make this
+ * node buffer bodies), then the body against the SHA-256 the signature covers ({@value PeerCredentials#BODY}):
+ * it is read whole (held to the body limits by {@code BodySizeLimitFilter}, which runs first), hashed, and
+ * handed on from memory; one that does not match is answered 401 problem JSON and never used. The verified
+ * caller is left as {@link PeerCredentials#VERIFIED}, so it is not checked again. Requests without a
+ * forwarded caller, and every request where no {@code kvstore.cluster.secret} is set, pass untouched (the
+ * latter refused where the caller is decided).
+ */
+public final class PeerBodyFilter extends OncePerRequestFilter implements Ordered {
+
+    private final PeerCredentials credentials;
+    private final JsonMapper json;
+
+    public PeerBodyFilter(PeerCredentials credentials, JsonMapper json) {
+        this.credentials = credentials;
+        this.json = json;
+    }
+
+    /** After every other filter, the body limits included. */
+    @Override
+    public int getOrder() {
+        return Ordered.LOWEST_PRECEDENCE;
+    }
+
+    @Override
+    protected void doFilterInternal(HttpServletRequest request, HttpServletResponse response, FilterChain chain)
+            throws ServletException, IOException {
+        if (!credentials.configured() || request.getHeader(PeerCredentials.CALLER) == null) {
+            chain.doFilter(request, response);
+            return;
+        }
+        // the signature (headers only) first: no body is buffered for a caller that is not a peer's
+        Caller caller;
+        try {
+            caller = credentials.forwarded(request);
+        } catch (ForbiddenException e) {
+            refuse(request, response, 403, "Forbidden", e.getMessage());
+            return;
+        }
+        String signed =
+                java.util.Objects.requireNonNull(request.getHeader(PeerCredentials.BODY), "checked by forwarded");
+        byte[] body;
+        try {
+            body = request.getInputStream().readAllBytes();
+        } catch (PayloadTooLargeException e) {
+            refuse(request, response, 413, "Request body too large", e.getMessage());
+            return;
+        }
+        if (!MessageDigest.isEqual(
+                PeerCredentials.digest(body).getBytes(StandardCharsets.US_ASCII),
+                signed.getBytes(StandardCharsets.US_ASCII))) {
+            refuse(
+                    request,
+                    response,
+                    401,
+                    "Unauthorized",
+                    "the body of this forwarded call does not match its signed " + PeerCredentials.BODY
+                            + ": it was changed after the calling node signed it");
+            return;
+        }
+        request.setAttribute(PeerCredentials.VERIFIED, caller);
+        chain.doFilter(new Read(request, body), response);
+    }
+
+    private void refuse(
+            HttpServletRequest request, HttpServletResponse response, int status, String title, String detail)
+            throws IOException {
+        Map<String, Object> problem = new LinkedHashMap<>();
+        problem.put("type", "about:blank");
+        problem.put("title", title);
+        problem.put("status", status);
+        problem.put("detail", detail);
+        problem.put("instance", request.getRequestURI());
+        byte[] bytes = json.writeValueAsBytes(problem);
+        response.setStatus(status);
+        response.setContentType("application/problem+json");
+        response.setContentLength(bytes.length);
+        response.getOutputStream().write(bytes);
+    }
+
+    /** The request with its body already read and checked, served from memory. */
+    private static final class Read extends HttpServletRequestWrapper {
+
+        private final byte[] body;
+        private ServletInputStream stream;
+
+        Read(HttpServletRequest request, byte[] body) {
+            super(request);
+            this.body = body;
+        }
+
+        @Override
+        public ServletInputStream getInputStream() {
+            if (stream == null) {
+                ByteArrayInputStream in = new ByteArrayInputStream(body);
+                stream = new ServletInputStream() {
+                    @Override
+                    public int read() {
+                        return in.read();
+                    }
+
+                    @Override
+                    public int read(byte[] buffer, int offset, int length) {
+                        return in.read(buffer, offset, length);
+                    }
+
+                    @Override
+                    public boolean isFinished() {
+                        return in.available() == 0;
+                    }
+
+                    @Override
+                    public boolean isReady() {
+                        return true;
+                    }
+
+                    @Override
+                    public void setReadListener(ReadListener listener) {
+                        throw new IllegalStateException("a peer's body is read before the handler, not asynchronously");
+                    }
+                };
+            }
+            return stream;
+        }
+
+        @Override
+        public BufferedReader getReader() {
+            String encoding = getCharacterEncoding();
+            Charset charset = encoding == null ? StandardCharsets.UTF_8 : Charset.forName(encoding);
+            return new BufferedReader(new InputStreamReader(getInputStream(), charset));
+        }
+    }
+}

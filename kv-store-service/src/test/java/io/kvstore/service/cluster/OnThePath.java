@@ -1,0 +1,89 @@
+package io.kvstore.service.cluster;
+
+import com.sun.net.httpserver.HttpServer;
+import io.kvstore.service.security.PeerCredentials;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * A party on the path between two nodes: a {@link RemotePeer} whose calls reach it, signed with the cluster's
+ * secret, and which it can send on to a real node as they were, or with another body.
+ */
+final class OnThePath implements AutoCloseable {
+
+    /** One request as it left the sending node. */
+    record Captured(String method, String path, Map<String, String> headers, byte[] body) {}
+
+    private static final JsonMapper JSON = JsonMapper.builder().build();
+
+    private final AtomicReference<Captured> last = new AtomicReference<>();
+    private final HttpServer server;
+
+    OnThePath() throws IOException {
+        server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
+        server.createContext("/", exchange -> {
+            Map<String, String> headers = new LinkedHashMap<>();
+            exchange.getRequestHeaders().forEach((name, values) -> headers.put(name, values.getFirst()));
+            last.set(new Captured(
+                    exchange.getRequestMethod(),
+                    exchange.getRequestURI().getRawPath(),
+                    headers,
+                    exchange.getRequestBody().readAllBytes()));
+            // a probe of one block answers "not held"; anything else an empty JSON object
+            byte[] answer = exchange.getRequestURI().getRawPath().endsWith("blocks:probe")
+                    ? new byte[] {(byte) ProbeWire.NOT_HELD}
+                    : "{}".getBytes(StandardCharsets.UTF_8);
+            exchange.sendResponseHeaders(200, answer.length);
+            exchange.getResponseBody().write(answer);
+            exchange.close();
+        });
+        server.start();
+    }
+
+    /** A peer "b" as node "a" calls it, with the cluster's secret; its calls come here. */
+    RemotePeer peer() {
+        return new RemotePeer(
+                new Member("b", "http://127.0.0.1:" + server.getAddress().getPort(), 1),
+                new Member("a", "http://127.0.0.1:1", 1),
+                java.net.http.HttpClient.newHttpClient(),
+                JSON,
+                Duration.ofSeconds(10),
+                null,
+                null,
+                new PeerCredentials(ClusterNodes.SECRET, JSON, Clock.systemUTC()));
+    }
+
+    /** The last request that came here. */
+    Captured last() {
+        return last.get();
+    }
+
+    /** {@code request} sent on to the node at {@code base} with {@code body}, its headers as they were signed. */
+    static HttpResponse<byte[]> passOn(String base, Captured request, byte[] body) throws Exception {
+        var builder = HttpRequest.newBuilder(URI.create(base + request.path()))
+                .method(request.method(), HttpRequest.BodyPublishers.ofByteArray(body));
+        request.headers().forEach((name, value) -> {
+            String lower = name.toLowerCase(Locale.ROOT);
+            if (lower.startsWith("kvstore-") || lower.equals("content-type")) {
+                builder.header(name, value);
+            }
+        });
+        return ClusterNodes.HTTP.send(builder.build(), HttpResponse.BodyHandlers.ofByteArray());
+    }
+
+    @Override
+    public void close() {
+        server.stop(0);
+    }
+}
