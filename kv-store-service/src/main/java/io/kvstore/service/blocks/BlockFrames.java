@@ -49,6 +49,11 @@ public final class BlockFrames {
     /** One frame's header. */
     public record Header(BlockHash hash, BlockHash parent, int length) {
 
+        /** A fetch answer's frame for a block that could not be sent ({@link #MISSING} as length, no bytes). */
+        public boolean missing() {
+            return length == MISSING;
+        }
+
         /** Bytes of the header on the wire. */
         public int wireBytes() {
             return 1 + hash.length() + 1 + (parent == null ? 0 : parent.length()) + 4;
@@ -97,6 +102,18 @@ public final class BlockFrames {
 
         /** The next frame's header, or null at the end of the body. */
         public Header next(int hashBytes, int blockBytes) throws IOException {
+            return next(hashBytes, blockBytes, false);
+        }
+
+        /**
+         * The next frame of a fetch's answer, which may be a missing frame ({@link Header#missing()}: no block
+         * bytes follow), or null at the end.
+         */
+        public Header nextAnswer(int hashBytes, int blockBytes) throws IOException {
+            return next(hashBytes, blockBytes, true);
+        }
+
+        private Header next(int hashBytes, int blockBytes, boolean missingAllowed) throws IOException {
             staged = null;
             stagedBytes = 0;
             int first = read();
@@ -122,7 +139,7 @@ public final class BlockFrames {
                 throw invalid("the block's parent is the block itself (" + hash.hex() + ")");
             }
             int length = (readByte() << 24) | (readByte() << 16) | (readByte() << 8) | readByte();
-            if (length != blockBytes) {
+            if (length != blockBytes && !(missingAllowed && length == MISSING)) {
                 throw invalid("length is " + Integer.toUnsignedString(length) + " but this namespace's blocks have "
                         + blockBytes + " bytes");
             }

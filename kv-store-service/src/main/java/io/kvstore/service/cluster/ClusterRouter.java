@@ -18,6 +18,7 @@ import java.io.OutputStream;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -30,6 +31,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -640,13 +642,17 @@ public final class ClusterRouter {
 
     // ---- fetch -----------------------------------------------------------------------------------
 
-    /** A gathered batch, ready to send in the order asked. */
-    public record Gathered(List<BlockFrames.Header> headers, List<byte[]> blocks) {
+    /**
+     * A gathered batch, ready to send in the order asked. A block its node answered as a missing frame (it
+     * failed its checksum there, or was gone) has no bytes and goes out as a missing frame again.
+     */
+    public record Gathered(List<BlockFrames.Header> headers, List<byte @Nullable []> blocks) {
 
         public long contentLength() {
             long n = 0;
             for (int i = 0; i < headers.size(); i++) {
-                n += headers.get(i).wireBytes() + (long) blocks.get(i).length;
+                byte[] block = blocks.get(i);
+                n += headers.get(i).wireBytes() + (block == null ? 0L : block.length);
             }
             return n;
         }
@@ -654,7 +660,12 @@ public final class ClusterRouter {
         public void writeTo(OutputStream out) throws IOException {
             BlockFrames.Writer writer = new BlockFrames.Writer(out);
             for (int i = 0; i < headers.size(); i++) {
-                writer.write(headers.get(i), MemorySegment.ofArray(blocks.get(i)));
+                byte[] block = blocks.get(i);
+                if (block == null) {
+                    writer.writeMissing(headers.get(i));
+                } else {
+                    writer.write(headers.get(i), MemorySegment.ofArray(block));
+                }
             }
         }
     }
@@ -708,19 +719,22 @@ public final class ClusterRouter {
             }
             BlockFrames.Reader reader = new BlockFrames.Reader(new ByteArrayInputStream(batch), batch.length);
             for (int index : byNode.get(e.getKey())) {
-                BlockFrames.Header h = reader.next(spec.hashBytes(), spec.blockBytes());
+                BlockFrames.Header h = reader.nextAnswer(spec.hashBytes(), spec.blockBytes());
                 if (h == null || !h.hash().equals(hashes.get(index))) {
                     throw new PeerException(
                             502,
                             "node " + e.getKey().name() + " sent a batch that does not match the blocks asked",
                             null);
                 }
+                headers[index] = h;
+                if (h.missing()) {
+                    continue; // its node could not send it (failed its checksum there, or gone): so say we
+                }
                 byte[] bytes = new byte[h.length()];
                 reader.readBlock(MemorySegment.ofArray(bytes));
-                headers[index] = h;
                 blocks[index] = bytes;
             }
         }
-        return new Gathered(List.of(headers), List.of(blocks));
+        return new Gathered(List.of(headers), Arrays.asList(blocks)); // a missing frame's block is null
     }
 }

@@ -6,7 +6,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.engine.TierEngine;
+import io.kvstore.service.blocks.BlockFrames;
 import io.kvstore.service.cluster.ClusterNodes.Node;
+import io.kvstore.tier.memory.MemoryTier;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -515,6 +522,53 @@ class ClusterTest {
             JsonNode matchedOnly = tokenLookup(n, all.replace(",\"allHashes\":true", ""));
             assertThat(strings(matchedOnly.path("blockHashes"))).isEqualTo(golden.subList(0, 2));
         }
+    }
+
+    /**
+     * A block that fails its checksum on the node holding it is a missing frame in a fetch through another
+     * node, as on a single node: the answer stays 200 and complete, every other block byte-exact, instead of
+     * a 400 blaming the client's request or a 502.
+     */
+    @Test
+    @Order(130)
+    void aBlockCorruptOnItsNodeIsAMissingFrameInAFetchThroughAnother() throws Exception {
+        List<BlockHash> chain = ClusterNodes.chain(16, 130);
+        var stored = ClusterNodes.store(nodes.get(0).base(), NS, ClusterNodes.frames(chain, 0, 16));
+        assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+        BlockKey bad = new BlockKey(NS, chain.get(3));
+        Node holder = nodes.stream()
+                .filter(n -> engine(n).tier(TierId.DRAM).contains(bad))
+                .findFirst()
+                .orElseThrow();
+        MemoryTier dram = (MemoryTier) engine(holder).tier(TierId.DRAM);
+        MemorySegment slot = dram.slot(dram.offsetOf(bad), BLOCK_BYTES);
+        slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 0x5A));
+        Node asked = nodes.stream().filter(n -> n != holder).findFirst().orElseThrow();
+
+        var fetched = ClusterNodes.fetch(asked.base(), NS, chain);
+        assertThat(fetched.statusCode()).as(new String(fetched.body())).isEqualTo(200);
+        var reader = new BlockFrames.Reader(new java.io.ByteArrayInputStream(fetched.body()), fetched.body().length);
+        for (int i = 0; i < 16; i++) {
+            var header = reader.nextAnswer(32, BLOCK_BYTES);
+            assertThat(header).isNotNull();
+            assertThat(header.hash()).isEqualTo(chain.get(i));
+            if (i == 3) {
+                assertThat(header.missing())
+                        .as("block 3 failed its checksum on " + holder.name())
+                        .isTrue();
+                continue;
+            }
+            byte[] bytes = new byte[BLOCK_BYTES];
+            reader.readBlock(MemorySegment.ofArray(bytes));
+            assertThat(Arrays.equals(bytes, ClusterNodes.content(chain.get(i))))
+                    .as("block " + i)
+                    .isTrue();
+        }
+        assertThat(reader.nextAnswer(32, BLOCK_BYTES)).isNull();
+    }
+
+    static TierEngine engine(Node node) {
+        return node.context().getBean(TierEngine.class);
     }
 
     static JsonNode tokenLookup(Node node, String json) throws Exception {
