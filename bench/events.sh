@@ -5,6 +5,10 @@
 # pinned: the storing threads on CPUs of their own, the publisher, the rest of the JVM and the subscriber on
 # the CPUs left (needs more CPUs than threads), as on a server with cores to spare
 set -euo pipefail
+# KVSTORE_JVM_OPTIONS is a path as the caller typed it: relative to the directory the script was run from
+if [[ -n "${KVSTORE_JVM_OPTIONS:-}" && "$KVSTORE_JVM_OPTIONS" != /* ]]; then
+  KVSTORE_JVM_OPTIONS="$PWD/$KVSTORE_JVM_OPTIONS"
+fi
 cd "$(dirname "$0")/.."
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 # one invocation, so the reactor's tier-engine and native-ffm resolve to their target/classes

@@ -4,6 +4,10 @@
 # one run; stores/s and the service's CPU time per store (docs/events.md).
 # Usage: bench/events_http.sh [rounds] [seconds] [clients] [batch]   (builds the jars if absent)
 set -euo pipefail
+# KVSTORE_JVM_OPTIONS is a path as the caller typed it: relative to the directory the script was run from
+if [[ -n "${KVSTORE_JVM_OPTIONS:-}" && "$KVSTORE_JVM_OPTIONS" != /* ]]; then
+  KVSTORE_JVM_OPTIONS="$PWD/$KVSTORE_JVM_OPTIONS"
+fi
 cd "$(dirname "$0")/.."
 JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
 JAR=bench/target/benchmarks.jar

@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
 # NVMe tier sequential write/read bandwidth beside fio (same directory, block size, queue depth).
-# Usage: bench/nvme.sh [DIR] [TOTAL_MiB]   (default: ./data/bench-nvme, 512 MiB per run)
+# Usage: bench/nvme.sh [DIR] [TOTAL_MiB]   (default: ./data, 512 MiB per run)
+# DIR is a directory on the device to measure; the runs work in a fresh subdirectory of it, removed at the end,
+# and leave everything else in DIR alone.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-DIR=${1:-./data/bench-nvme}
+# DIR as the caller typed it (relative to where the script was run from); the default is the repo's ./data
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BASE=${1:-$ROOT/data}
+mkdir -p "$BASE"
+DIR=$(mktemp -d "$(cd "$BASE" && pwd)/bench-nvme.XXXXXX")
+trap 'rm -rf "$DIR"' EXIT
+cd "$ROOT"
 TOTAL_MIB=${2:-512}
 JAVA_HOME=${JAVA_HOME:-$(ls -d /usr/lib/jvm/temurin-25* | head -1)}
 [[ -f bench/target/benchmarks.jar ]] || ./mvnw -q -B -ntp -DskipTests -pl bench -am package

@@ -47,6 +47,35 @@ class StartupConfigurationTest {
                 "--kvstore.tiers.dram.slab-size=4MB");
     }
 
+    /** A data directory the NVMe tier cannot use (here a regular file stands where it should be). */
+    @Test
+    void aDataDirThatCannotBeUsedIsOneLineNamingThePropertyNotAStackTrace(CapturedOutput log) throws Exception {
+        java.nio.file.Files.writeString(dir.resolve("data"), "a file, not a directory");
+        failsToStart(
+                log,
+                "kvstore.data-dir: cannot use " + dir.resolve("data"),
+                "--kvstore.tiers.nvme.capacity=8MB",
+                "--kvstore.tiers.nvme.file-size=8MB",
+                "--kvstore.tiers.nvme.slab-size=4MB",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    /**
+     * Without the NVMe tier the data directory still keeps namespace declarations and issued tokens: a service
+     * that cannot use it must not start and then refuse every declaration with 507.
+     */
+    @Test
+    void aDataDirThatCannotBeUsedStopsStartUpWithoutTheNvmeTierToo(CapturedOutput log) throws Exception {
+        java.nio.file.Files.writeString(dir.resolve("data"), "a file, not a directory");
+        failsToStart(
+                log,
+                "kvstore.data-dir: cannot use " + dir.resolve("data"),
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
     @Test
     void aBadNixlBackendFlagIsOneLineNotAStackTrace(CapturedOutput log) {
         failsToStart(

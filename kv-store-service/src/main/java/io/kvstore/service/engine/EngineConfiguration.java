@@ -93,7 +93,7 @@ public class EngineConfiguration {
                     dram.slabSize().toBytes()));
             settings.put(TierId.DRAM, settingsOf(t.dram()));
             if (t.nvme().enabled()) {
-                tiers.add(new NvmeTier(nvmeConfig(properties)));
+                tiers.add(nvmeTier(properties));
                 settings.put(
                         TierId.NVME,
                         new TierSettings(
@@ -220,6 +220,14 @@ public class EngineConfiguration {
             max = t.nvme().slabSize().toBytes();
             setting = "kvstore.tiers.nvme.slab-size";
         }
+        // the declarations (and issued tokens) live there with or without the NVMe tier: a directory that cannot
+        // be made stops start-up naming the property, rather than every declaration answering 507 later
+        try {
+            java.nio.file.Files.createDirectories(properties.dataDir());
+        } catch (IOException e) {
+            throw new IllegalStateException(
+                    "kvstore.data-dir: cannot use " + properties.dataDir() + " (" + e.getMessage() + ")", e);
+        }
         return new NamespaceRegistry(properties.dataDir(), json, max, setting);
     }
 
@@ -283,6 +291,22 @@ public class EngineConfiguration {
 
     private static TierSettings settingsOf(KvStoreProperties.MemoryTier p) {
         return new TierSettings(p.policy(), p.highWatermark(), p.lowWatermark(), p.promoteOnHit());
+    }
+
+    /**
+     * The NVMe tier; a directory it cannot use (missing rights, a file in its place, a read-only filesystem)
+     * stops start-up naming the property that chose it, as any other bad {@code kvstore.*} value does.
+     */
+    private static NvmeTier nvmeTier(KvStoreProperties properties) throws IOException {
+        try {
+            return new NvmeTier(nvmeConfig(properties));
+        } catch (java.nio.file.FileSystemException e) {
+            String property = properties.tiers().nvme().paths().isEmpty()
+                    ? "kvstore.data-dir: cannot use " + properties.dataDir()
+                    : "kvstore.tiers.nvme.paths: cannot use "
+                            + properties.tiers().nvme().paths();
+            throw new IllegalStateException(property + " (" + e.getMessage() + ")", e);
+        }
     }
 
     static NvmeTierConfig nvmeConfig(KvStoreProperties properties) {
