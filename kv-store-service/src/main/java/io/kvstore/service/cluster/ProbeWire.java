@@ -7,6 +7,7 @@ import io.kvstore.service.error.InvalidRequestException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import tools.jackson.core.JacksonException;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -78,9 +79,17 @@ final class ProbeWire {
             int b = body[i] & 0xFF;
             tiers.add(b == NOT_HELD || b >= TIERS.length ? null : TIERS[b].name());
         }
-        LookupResponse.LeaseView lease = body.length > asked
-                ? json.readValue(Arrays.copyOfRange(body, asked, body.length), LookupResponse.LeaseView.class)
-                : null;
+        LookupResponse.LeaseView lease = null;
+        if (body.length > asked) {
+            try {
+                lease = json.readValue(Arrays.copyOfRange(body, asked, body.length), LookupResponse.LeaseView.class);
+            } catch (JacksonException e) {
+                throw new PeerException(
+                        502,
+                        "a probe was answered with a lease that is not a kvstore lease: " + e.getOriginalMessage(),
+                        e);
+            }
+        }
         return new Peer.Probe(tiers, lease);
     }
 }
