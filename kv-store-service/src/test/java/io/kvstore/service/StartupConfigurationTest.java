@@ -132,6 +132,21 @@ class StartupConfigurationTest {
     }
 
     /**
+     * A DRAM tier on {@code cuda-device} (GPU memory the CPU cannot touch) is refused for what it is, with or
+     * without a GPU here, in one line naming the setting and the providers that fit.
+     */
+    @Test
+    void aDramTierOnDeviceMemoryIsOneLineNamingTheProvidersThatFit(CapturedOutput log) {
+        failsToStart(
+                log,
+                "kvstore.tiers.dram.provider=cuda-device gives memory only CUDA can copy",
+                "--kvstore.tiers.dram.provider=cuda-device",
+                "--kvstore.tiers.nvme.enabled=false",
+                "--kvstore.tiers.dram.capacity=8MB",
+                "--kvstore.tiers.dram.slab-size=4MB");
+    }
+
+    /**
      * {@code kvstore.transport.data-plane=ucx} forces the plane: when it cannot start (here UCX has no
      * transport by the name {@code ucx-tls} gives), start-up fails naming why, as configs/README.md says,
      * instead of the service coming up with the one-sided path off.

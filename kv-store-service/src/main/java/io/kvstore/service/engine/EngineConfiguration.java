@@ -85,6 +85,11 @@ public class EngineConfiguration {
             var dram = t.dram();
             shared = sharedDram(properties, local);
             MemoryProvider dramProvider = shared != null ? shared : transport.dramProvider(dram.provider());
+            if (!dramProvider.hostAccessible()) {
+                throw new IllegalStateException("kvstore.tiers.dram.provider=" + dram.provider()
+                        + " gives memory only CUDA can copy; a DRAM tier copies with the CPU: use host, cuda-pinned"
+                        + " or emulated-device");
+            }
             requireAvailable("kvstore.tiers.dram.provider", dram.provider(), dramProvider.availability());
             tiers.add(new MemoryTier(
                     TierId.DRAM,
