@@ -16,7 +16,8 @@ import org.msgpack.core.MessagePacker;
  * {@code KVEventBatch} is {@code array_like} with {@code omit_defaults}, so {@code [ts, events,
  * data_parallel_rank]}; each event is a tagged struct whose tag is its class name, with the fields in
  * declaration order and the trailing fields that hold their default ({@code None}) left out ({@code extra_keys}
- * appears only when the namespace declares a LoRA or extra keys). Hashes are
+ * appears only in the map form, when the namespace declares a LoRA or extra keys: llm-d, the array form's
+ * reader, refuses a {@code BlockStored} array of any length but 8). Hashes are
  * integers as vLLM sends them by default ({@code VLLM_KV_EVENTS_USE_INT_BLOCK_HASHES=1}); one that does not
  * fit a signed 64-bit integer is a msgpack uint64, as Python writes it.
  *
@@ -43,10 +44,14 @@ public final class KvEventCodec {
     /**
      * The shape of the events of blocks in the tier named {@code medium}.
      *
-     * @param extraKeys a block's entry of vLLM's {@code extra_keys}, or null when the namespace declares none
+     * @param keys a block's entry of vLLM's {@code extra_keys}, or null when the namespace declares none; the map
+     *     form only
      */
-    public Shape shape(String medium, int blockSize, @Nullable String loraName, @Nullable List<Object> extraKeys) {
+    public Shape shape(String medium, int blockSize, @Nullable String loraName, @Nullable List<Object> keys) {
         boolean map = encoding == EventEncoding.MAP;
+        // llm-d reads a BlockStored array into a struct of exactly 8 fields (vmihailenco/msgpack refuses any
+        // other length and drops the whole batch), so the array form never carries extra_keys
+        List<Object> extraKeys = map ? keys : null;
         int storedFields = extraKeys == null ? 8 : 9;
         // BlockStored(block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium, lora_name
         // [, extra_keys]); BlockRemoved(block_hashes, medium)

@@ -108,4 +108,40 @@ class KvEventCodecTest {
             }
         }
     }
+
+    /**
+     * llm-d's vLLM adapter (llm-d-kv-cache {@code pkg/kvevents/engineadapter/vllm_adapter.go}, 0d2ae546) reads a
+     * {@code BlockStored} array into a struct of 8 fields with vmihailenco/msgpack v5, which refuses an array of
+     * any other length and so drops the whole batch: a LoRA namespace's events must stay 8 long in the array
+     * form. The map form, which llm-d does not read, keeps {@code extra_keys}.
+     */
+    @ParameterizedTest
+    @EnumSource(EventEncoding.class)
+    void aLoraNamespacesBlockStoredIsEightFieldsLongInTheArrayFormAsLlmdReadsIt(EventEncoding encoding)
+            throws Exception {
+        KvEventCodec codec = new KvEventCodec(encoding);
+        byte[] payload = codec.encode(
+                1.0,
+                List.of(new KvEvent.BlockStored(5, 4L, 16, "CPU", "sql-lora", List.of("sql-lora", "tenant-a"))),
+                0);
+        try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
+            u.unpackArrayHeader();
+            u.unpackDouble();
+            assertThat(u.unpackArrayHeader()).isEqualTo(1);
+            Value event = u.unpackValue();
+            if (encoding == EventEncoding.ARRAY) {
+                List<Value> fields = event.asArrayValue().list();
+                assertThat(fields).hasSize(8);
+                assertThat(fields.get(7).asStringValue().asString()).isEqualTo("sql-lora");
+            } else {
+                assertThat(event.asMapValue().map())
+                        .hasSize(9)
+                        .containsEntry(
+                                org.msgpack.value.ValueFactory.newString("extra_keys"),
+                                org.msgpack.value.ValueFactory.newArray(org.msgpack.value.ValueFactory.newArray(
+                                        org.msgpack.value.ValueFactory.newString("sql-lora"),
+                                        org.msgpack.value.ValueFactory.newString("tenant-a"))));
+            }
+        }
+    }
 }
