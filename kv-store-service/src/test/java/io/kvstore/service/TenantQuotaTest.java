@@ -54,12 +54,17 @@ import tools.jackson.databind.json.JsonMapper;
             "kvstore.tokens[4].token=epsilon-token-0123456789",
             "kvstore.tokens[4].write=e-*",
             "kvstore.tokens[4].one-sided=true",
+            "kvstore.tokens[5].tenant=zeta",
+            "kvstore.tokens[5].token=zeta-token-0123456789",
+            "kvstore.tokens[5].write=z-*",
+            "kvstore.tokens[5].one-sided=true",
             // 16 blocks of 16 KiB in DRAM, 32 on NVMe; 8 blocks reserved at once
             "kvstore.tenants.alpha.dram=256KB",
             "kvstore.tenants.alpha.nvme=512KB",
             "kvstore.tenants.delta.reserved=128KB",
             "kvstore.tenants.gamma.dram=320KB",
-            "kvstore.tenants.epsilon.dram=160KB"
+            "kvstore.tenants.epsilon.dram=160KB",
+            "kvstore.tenants.zeta.dram=160KB"
         })
 class TenantQuotaTest {
 
@@ -70,6 +75,7 @@ class TenantQuotaTest {
     static final String[] GAMMA = {"Authorization", "Bearer gamma-token-0123456789"};
     static final String[] DELTA = {"Authorization", "Bearer delta-token-0123456789"};
     static final String[] EPSILON = {"Authorization", "Bearer epsilon-token-0123456789"};
+    static final String[] ZETA = {"Authorization", "Bearer zeta-token-0123456789"};
     static final String[] ADMIN = {"Authorization", "Bearer admin-secret-0123456789"};
     static final long BLOCK = TestLayout.BLOCK_BYTES;
 
@@ -289,5 +295,31 @@ class TenantQuotaTest {
                             .statusCode())
                     .isEqualTo(204);
         }
+    }
+
+    @Test
+    void storesOverHttpCountATenantsOpenReservationsSoACommitCannotPassItsQuota() throws Exception {
+        declare("z-1", ZETA);
+        int quotaBlocks = 10; // 160 KiB of DRAM
+        StringBuilder blocks = new StringBuilder("[");
+        for (int i = 0; i < quotaBlocks; i++) {
+            blocks.append(i == 0 ? "" : ",")
+                    .append("{\"hash\":\"")
+                    .append(hashOf(9000 + i))
+                    .append("\"}");
+        }
+        var reserved =
+                http().json("POST", "/v1/local/namespaces/z-1/blocks:reserve", "{\"blocks\":" + blocks + "]}", ZETA);
+        assertThat(reserved.statusCode()).as(reserved.body()).isEqualTo(200);
+        // the reservation holds all of zeta's DRAM quota: a store over HTTP beside it is refused
+        assertQuotaRefusal(storeOne("z-1", ZETA, 9100), "tenant zeta: DRAM quota 160 KiB reached");
+        store("z-1", ZETA, 9100, quotaBlocks);
+        var committed = http().json(
+                        "POST",
+                        "/v1/local/namespaces/z-1/blocks:commit",
+                        "{\"reservationId\":\"" + TenantApiTest.field(reserved.body(), "reservationId") + "\"}",
+                        ZETA);
+        assertThat(committed.statusCode()).as(committed.body()).isEqualTo(200);
+        assertThat(bytes("zeta", "DRAM")).isLessThanOrEqualTo(quotaBlocks * BLOCK);
     }
 }

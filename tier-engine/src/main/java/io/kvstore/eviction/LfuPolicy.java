@@ -32,6 +32,8 @@ public final class LfuPolicy implements EvictionPolicy {
         long hits;
         long priority;
         long tick;
+        /** Offered as a victim since its last access: its removal is an eviction, which ages the rest. */
+        boolean offered;
 
         Node(BlockKey key) {
             this.key = key;
@@ -68,6 +70,7 @@ public final class LfuPolicy implements EvictionPolicy {
         node.hits++;
         node.priority = inflation + node.hits;
         node.tick = ++clock;
+        node.offered = false;
         byPriority.add(node);
     }
 
@@ -75,8 +78,9 @@ public final class LfuPolicy implements EvictionPolicy {
     public void onRemove(BlockKey key) {
         Node node = nodes.remove(key);
         if (node != null) {
-            // Aging follows evictions, which take the coldest; deleting a hot block must not inflate L.
-            if (node == byPriority.first()) {
+            // Aging follows evictions: of the coldest, or of the block offered as a victim (the coldest may be
+            // pinned or leased and skipped for a while); deleting a hot block must not inflate L.
+            if (node.offered || node == byPriority.first()) {
                 inflation = Math.max(inflation, node.priority);
             }
             byPriority.remove(node);
@@ -87,6 +91,7 @@ public final class LfuPolicy implements EvictionPolicy {
     public BlockKey nextVictim(Predicate<BlockKey> evictable) {
         for (Node node : byPriority) {
             if (evictable.test(node.key)) {
+                node.offered = true;
                 return node.key;
             }
         }

@@ -224,7 +224,12 @@ public class BlockService {
                 // the tenant's quota in the tier the block lands in (a block already held adds nothing)
                 try (var charge = engine.info(key) != null
                         ? TenantUsage.Charge.NONE
-                        : usage.charge(namespace, landing, spec.blockBytes())) {
+                        : usage.charge(
+                                namespace,
+                                landing,
+                                spec.blockBytes(),
+                                // reservations hold DRAM slots their commits fill without a further check
+                                landing == TierId.DRAM ? reservations : null)) {
                     // the body is read straight into a free tier slot, then checksummed there
                     tier = engine.putInPlace(key, header.parent(), spec.blockBytes(), reader::readBlock, block);
                 } catch (BlockConflictException differentBytes) {

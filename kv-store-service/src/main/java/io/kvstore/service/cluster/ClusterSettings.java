@@ -189,14 +189,21 @@ public final class ClusterSettings implements AutoCloseable {
                     NamespaceDeclaration declaration = json.readValue(e.getValue(), NamespaceDeclaration.class);
                     var spec = declaration.toSpec();
                     var here = namespaces.declared(ns);
-                    if (here != null && !here.equals(spec)) {
-                        // etcd declares it with another layout: deleted and declared anew through another node
-                        // while this one missed the delete; its blocks are of the old layout and go with it
+                    String owner = namespaces.owner(ns);
+                    boolean reowned = here != null
+                            && owner != null
+                            && declaration.tenant() != null
+                            && !owner.equals(declaration.tenant());
+                    if (here != null && (!here.equals(spec) || reowned)) {
+                        // etcd declares it with another layout or for another tenant: deleted and declared anew
+                        // through another node while this one missed the delete; its blocks are of the old
+                        // layout or the old tenant's and go with it
                         int deleted = blocks.deleteNamespace(ns);
                         log.info(
-                                "cluster: namespace '{}' deleted ({} blocks): declared anew with another layout",
+                                "cluster: namespace '{}' deleted ({} blocks): declared anew {}",
                                 ns,
-                                deleted);
+                                deleted,
+                                reowned ? "by another tenant" : "with another layout");
                     }
                     // through the block service, as a declaration over the API: it also sets write-through
                     var outcome = blocks.declare(ns, spec, declaration.tenant());

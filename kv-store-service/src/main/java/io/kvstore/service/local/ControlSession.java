@@ -154,6 +154,13 @@ final class ControlSession implements Runnable {
                     .str(regionId == null ? "" : regionId)
                     .finish();
         }
+        if (who == Caller.LOCAL && !tokens.protectedMode()) {
+            // said HELLO without a token in protected mode, which a token issued since has ended: refused as a
+            // loopback HTTP client without a token now is
+            caller = null; // the connection closes after this answer
+            throw new UnauthorizedException("kvstore left protected mode (an API token was issued): the engine API "
+                    + "needs a bearer token; connect again with one");
+        }
         int revocations = tokens.revocations();
         if (revocations != revocationsSeen) {
             if (who != Caller.LOCAL && !tokens.isLive(who.tokenId())) {

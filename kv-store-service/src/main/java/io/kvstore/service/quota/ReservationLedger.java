@@ -8,6 +8,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -86,6 +87,16 @@ public final class ReservationLedger {
             String key = "pending-" + UUID.randomUUID();
             held.put(key, new Held(tenant, namespace, bytes, expiresAt));
             return key;
+        }
+    }
+
+    /**
+     * Runs {@code check} under the tenant's admission lock with the bytes it holds in open reservations, so a
+     * store beside {@link #admit} sees the slots reserved and the reservation sees the store's charge.
+     */
+    public <T> T withReserved(String tenant, LongFunction<T> check) {
+        synchronized (locks.computeIfAbsent(tenant, t -> new Object())) {
+            return check.apply(reservedBy(tenant));
         }
     }
 

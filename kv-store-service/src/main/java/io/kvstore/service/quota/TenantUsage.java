@@ -174,17 +174,32 @@ public final class TenantUsage implements EngineEvents {
      * @throws QuotaExceededException when the tenant is at its quota in {@code tier} or a tier below
      */
     public Charge charge(String namespace, TierId tier, long bytes) {
+        return charge(namespace, tier, bytes, null);
+    }
+
+    /**
+     * As {@link #charge(String, TierId, long)}, counting the tenant's open reservations of {@code reservations}
+     * (slots in {@code tier} that its commits will fill) as held, checked under the ledger's lock of the tenant.
+     */
+    public Charge charge(String namespace, TierId tier, long bytes, @Nullable ReservationLedger reservations) {
         Account a = account(namespace);
         requireBelow(a, tier);
-        int i = tier.ordinal();
-        long limit = a.limit[i];
-        if (limit == Long.MAX_VALUE) {
+        if (a.limit[tier.ordinal()] == Long.MAX_VALUE) {
             return Charge.NONE;
         }
+        if (reservations == null) {
+            return charge(a, tier, bytes, 0);
+        }
+        return reservations.withReserved(a.tenant, pending -> charge(a, tier, bytes, pending));
+    }
+
+    private Charge charge(Account a, TierId tier, long bytes, long pending) {
+        int i = tier.ordinal();
+        long limit = a.limit[i];
         while (true) {
             long held = a.bytes.get(i);
-            if (held + bytes > limit) {
-                throw refusal(a, tier, held, bytes);
+            if (held + pending + bytes > limit) {
+                throw refusal(a, tier, held + pending, bytes);
             }
             if (a.bytes.compareAndSet(i, held, held + bytes)) {
                 return () -> a.bytes.addAndGet(i, -bytes);

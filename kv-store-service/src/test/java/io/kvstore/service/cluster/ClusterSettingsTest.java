@@ -205,6 +205,46 @@ class ClusterSettingsTest {
     }
 
     /**
+     * A namespace deleted through another node while this one missed the call, then declared anew by another
+     * tenant with the same layout: this node takes the new owner and drops the old tenant's blocks, rather
+     * than keeping the old owner (who could go on reading and writing here) and its blocks under a name the
+     * cluster now gives to another tenant.
+     */
+    @Test
+    void aNamespaceDeclaredAnewByAnotherTenantWithTheSameLayoutTakesTheNewOwnerAndDropsTheOldBlocks() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "reowned", etcd.dir(), "/s10/");
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            // protected mode: this loopback client is tenant "local"
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 9);
+            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            var key = PrefixMirror.bytes("/s10/settings/namespaces/llama");
+            String old = client.getKVClient()
+                    .get(key)
+                    .get(5, TimeUnit.SECONDS)
+                    .getKvs()
+                    .getFirst()
+                    .getValue()
+                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            String anew = old.replace("\"tenant\" : \"local\"", "\"tenant\" : \"other\"")
+                    .replace("\"tenant\":\"local\"", "\"tenant\":\"other\"");
+            assertThat(anew).isNotEqualTo(old);
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                                    .statusCode()
+                            == 403);
+            var tenants = ClusterNodes.send(
+                    node.base(), "GET", "/admin/tenants", null, "Authorization", "Bearer " + ClusterNodes.ADMIN_TOKEN);
+            assertThat(tenants.statusCode()).as(tenants.body()).isEqualTo(200);
+            assertThat(tenants.body())
+                    .doesNotContainPattern("\"tenant\":\"local\",\"tiers\":\\{\"DRAM\":\\{\"bytes\":[1-9]");
+        }
+    }
+
+    /**
      * Two tenants declare one name at the same moment through two nodes: the first declaration reaches etcd and
      * the second is refused there (its node answers 409), rather than overwriting the owner every node learns.
      */
