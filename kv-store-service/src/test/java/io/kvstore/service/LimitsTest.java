@@ -36,6 +36,7 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.limits.upload-deadline=30s",
             "kvstore.limits.max-lookup-tokens=4096",
             "kvstore.limits.max-blocks-per-request=200",
+            "kvstore.limits.max-leased-blocks-per-tenant=10",
             "server.tomcat.connection-timeout=3s"
         })
 class LimitsTest {
@@ -272,5 +273,39 @@ class LimitsTest {
                                 "{\"blocks\":[{\"hash\":\"" + hashes.get(100).hex() + "\"}]}")
                         .statusCode())
                 .isEqualTo(200);
+    }
+
+    /**
+     * Leases are memory the service keeps, and blocks no eviction can take, until they end: a tenant leasing
+     * the same blocks over and over is refused 429 once it holds {@code max-leased-blocks-per-tenant} (10
+     * here), nothing leased by the refused call, and leases again once it releases one.
+     */
+    @Test
+    void aTenantLeasingWithoutEndIsRefusedAtItsLeaseLimitAndMayLeaseAgainAfterARelease() throws Exception {
+        declare("leases");
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(4, 77));
+        var stored = http().putBytes(
+                        "/v1/namespaces/leases/blocks",
+                        "application/octet-stream",
+                        Http.frames(hashes, TestLayout.blocks(4, 77), null));
+        assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+        String leased = "{\"namespace\":\"leases\",\"blockHashes\":" + Http.hexList(hashes) + ",\"lease\":true}";
+        var first = http().json("POST", "/v1/lookup", leased);
+        assertThat(first.statusCode()).as(first.body()).isEqualTo(200);
+        var second = http().json("POST", "/v1/lookup", leased);
+        assertThat(second.statusCode()).as(second.body()).isEqualTo(200);
+        var third = http().json("POST", "/v1/lookup", leased);
+        assertThat(third.statusCode()).as(third.body()).isEqualTo(429);
+        assertThat(third.body()).contains("max-leased-blocks-per-tenant", "holds 8 leased blocks");
+        assertThat(third.headers().firstValue("Content-Type").orElseThrow()).startsWith("application/problem+json");
+
+        String id = tools.jackson.databind.json.JsonMapper.builder()
+                .build()
+                .readTree(first.body())
+                .path("lease")
+                .path("id")
+                .asString();
+        assertThat(http().json("DELETE", "/v1/leases/" + id, null).statusCode()).isIn(200, 204);
+        assertThat(http().json("POST", "/v1/lookup", leased).statusCode()).isEqualTo(200);
     }
 }

@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -25,12 +26,14 @@ final class LeaseTable {
     private final Clock clock;
     private final Duration defaultTimeout;
     private final Map<String, Held> leases = new ConcurrentHashMap<>();
+    /** Blocks each owner holds leased now (the blocks of its open leases, a block counted once per lease). */
+    private final Map<String, AtomicLong> leasedBy = new ConcurrentHashMap<>();
 
     /**
-     * A lease and the catalog entries it counted itself on: releasing it releases those entries, not the
-     * key's current ones (a block dropped and stored again is a new entry, not this lease's).
+     * A lease, the catalog entries it counted itself on (releasing it releases those entries, not the key's
+     * current ones: a block dropped and stored again is a new entry, not this lease's) and whose it is.
      */
-    private record Held(Lease lease, List<CatalogEntry> entries) {}
+    private record Held(Lease lease, List<CatalogEntry> entries, String owner) {}
 
     LeaseTable(Catalog catalog, Clock clock, Duration defaultTimeout) {
         this.catalog = catalog;
@@ -66,6 +69,24 @@ final class LeaseTable {
      * until released or until {@code timeout} (the default when null) passes.
      */
     Lease lease(List<BlockKey> keys, @Nullable Duration timeout) {
+        return lease(keys, timeout, "", Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #lease(List, Duration)}, for {@code owner}, who may hold at most {@code maxBlocksPerOwner}
+     * leased blocks at once: every lease is memory the service keeps until it ends, and blocks no eviction can
+     * take, so one owner must not be able to hold without bound.
+     *
+     * @throws LeaseLimitException when the lease would take the owner past its limit (nothing is leased)
+     */
+    Lease lease(List<BlockKey> keys, @Nullable Duration timeout, String owner, long maxBlocksPerOwner) {
+        AtomicLong count = leasedBy.computeIfAbsent(owner, o -> new AtomicLong());
+        long asked = keys.size();
+        long before = count.getAndAdd(asked); // counted up front, so two leases at once cannot both pass
+        if (before + asked > maxBlocksPerOwner) {
+            count.addAndGet(-asked);
+            throw new LeaseLimitException(owner, before, asked, maxBlocksPerOwner);
+        }
         List<BlockKey> heldKeys = new ArrayList<>(keys.size());
         List<CatalogEntry> entries = new ArrayList<>(keys.size());
         for (BlockKey key : keys) {
@@ -80,7 +101,8 @@ final class LeaseTable {
                 UUID.randomUUID().toString(),
                 heldKeys,
                 clock.instant().plus(timeout == null ? defaultTimeout : timeout));
-        leases.put(lease.id(), new Held(lease, entries));
+        count.addAndGet(heldKeys.size() - asked);
+        leases.put(lease.id(), new Held(lease, entries, owner));
         return lease;
     }
 
@@ -93,6 +115,10 @@ final class LeaseTable {
         for (CatalogEntry entry : held.entries()) {
             entry.release();
         }
+        AtomicLong count = leasedBy.get(held.owner());
+        if (count != null) {
+            count.addAndGet(-held.entries().size());
+        }
         return true;
     }
 
@@ -104,6 +130,12 @@ final class LeaseTable {
 
     int size() {
         return leases.size();
+    }
+
+    /** Blocks {@code owner} holds leased now. */
+    long leasedBlocks(String owner) {
+        AtomicLong count = leasedBy.get(owner);
+        return count == null ? 0 : count.get();
     }
 
     /** Releases every lease whose time ran out before {@code now}; returns how many. */

@@ -374,6 +374,21 @@ public final class TierEngine implements AutoCloseable {
         return leases.lease(keys, timeout);
     }
 
+    /**
+     * As {@link #lease(List, Duration)}, for {@code owner} (a tenant), who may hold at most {@code
+     * maxBlocksPerOwner} leased blocks at once.
+     *
+     * @throws LeaseLimitException when this lease would take the owner past that (nothing is leased)
+     */
+    public Lease lease(List<BlockKey> keys, @Nullable Duration timeout, String owner, long maxBlocksPerOwner) {
+        return leases.lease(keys, timeout, owner, maxBlocksPerOwner);
+    }
+
+    /** Blocks {@code owner} holds leased now (through {@link #lease(List, Duration, String, long)}). */
+    public long leasedBlocks(String owner) {
+        return leases.leasedBlocks(owner);
+    }
+
     /** Releases a lease; false when it is unknown (already released or expired). */
     public boolean release(String leaseId) {
         return leases.release(leaseId);

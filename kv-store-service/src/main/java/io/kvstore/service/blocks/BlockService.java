@@ -7,6 +7,7 @@ import io.kvstore.catalog.LookupResult;
 import io.kvstore.engine.BlockConflictException;
 import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.Lease;
+import io.kvstore.engine.LeaseLimitException;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.hashing.ExtraKeys;
 import io.kvstore.hashing.HashInputException;
@@ -16,6 +17,7 @@ import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.PayloadTooLargeException;
+import io.kvstore.service.error.TooManyRequestsException;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
@@ -31,6 +33,8 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Service;
 
 /**
@@ -156,6 +160,24 @@ public class BlockService {
         }
     }
 
+    /**
+     * Leases the leading resident blocks of {@code keys} (of {@code namespace}) for the namespace's tenant,
+     * which may hold at most {@code kvstore.limits.max-leased-blocks-per-tenant} leased blocks at once: a lease
+     * is memory kept and blocks no eviction can take until it ends, so no tenant may hold without bound.
+     *
+     * @throws TooManyRequestsException (429) beyond that; nothing is leased
+     */
+    public Lease lease(String namespace, List<BlockKey> keys, @Nullable Duration timeout) {
+        String tenant = Objects.requireNonNullElse(namespaces.owner(namespace), "local");
+        try {
+            return engine.lease(keys, timeout, tenant, limits.maxLeasedBlocksPerTenant());
+        } catch (LeaseLimitException e) {
+            throw new TooManyRequestsException("tenant '" + tenant + "' holds " + e.held() + " leased blocks and"
+                    + " kvstore.limits.max-leased-blocks-per-tenant allows " + e.limit() + " at once: release leases"
+                    + " (DELETE /v1/leases/{id}) or let them expire, then retry");
+        }
+    }
+
     /** The longest stored prefix of {@code hashes}; leased until released or {@code kvstore.lease-timeout} when asked. */
     public Match lookup(String namespace, NamespaceSpec spec, List<BlockHash> hashes, boolean lease) {
         long start = System.nanoTime();
@@ -163,7 +185,7 @@ public class BlockService {
         LookupResult result = engine.lookup(namespace, hashes);
         Lease held = null;
         if (lease) {
-            held = engine.lease(result.blocks(), null);
+            held = lease(namespace, result.blocks(), null);
             if (held.blocks().size() < result.matchedBlocks()) {
                 // blocks evicted between lookup and lease: answer what is actually held
                 result = new LookupResult(
@@ -350,7 +372,7 @@ public class BlockService {
     public Fetch fetch(String namespace, List<String> hex) {
         NamespaceSpec spec = namespaces.require(namespace);
         List<BlockHash> hashes = parseHashes(spec, hex, "blockHashes");
-        Lease lease = engine.lease(keys(namespace, hashes), Duration.ofMinutes(10));
+        Lease lease = lease(namespace, keys(namespace, hashes), Duration.ofMinutes(10));
         List<BlockFrames.Header> headers = new ArrayList<>(hashes.size());
         for (BlockKey key : lease.blocks()) {
             BlockInfo entry = engine.info(key);

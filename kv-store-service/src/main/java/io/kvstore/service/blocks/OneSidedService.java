@@ -206,7 +206,7 @@ public class OneSidedService {
         requireAvailable.run();
         List<BlockHash> hashes = blocks.parseHashes(spec, blockHashes, "blockHashes");
         List<BlockKey> keys = BlockService.keys(ns, hashes);
-        return engine.lease(keys, hold(timeoutSeconds));
+        return blocks.lease(ns, keys, hold(timeoutSeconds));
     }
 
     /** Releases a lease; only who may read the namespace of its blocks may (an unknown id is 404). */

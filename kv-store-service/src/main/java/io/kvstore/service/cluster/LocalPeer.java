@@ -83,7 +83,7 @@ public final class LocalPeer implements Peer {
         }
         LookupResponse.LeaseView view = null;
         if (lease && !held.isEmpty()) {
-            Lease granted = engine.lease(held, null);
+            Lease granted = blocks.lease(namespace, held, null);
             if (granted.blocks().size() < held.size()) {
                 // evicted between lookup and lease: what the lease does not hold is not offered
                 Set<BlockKey> leased = new HashSet<>(granted.blocks());

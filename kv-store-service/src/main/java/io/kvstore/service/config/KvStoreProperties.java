@@ -265,7 +265,8 @@ public record KvStoreProperties(
             @NotNull @DefaultValue("15s") Duration frameTimeout,
             @NotNull @DefaultValue("10m") Duration maxReservationTimeout,
             @DefaultValue("0.5") double reservedFractionPerTenant,
-            @DefaultValue("1.0") double tierFractionPerTenant) {
+            @DefaultValue("1.0") double tierFractionPerTenant,
+            @Min(1) @DefaultValue("1048576") long maxLeasedBlocksPerTenant) {
 
         @AssertTrue(message = "kvstore.limits.max-json-body must be positive")
         public boolean isMaxJsonBodyPositive() {
