@@ -230,4 +230,26 @@ class NamespaceReuseIsolationTest {
         assertThat(http.send("DELETE", "/v1/leases/" + lease, null, null, ALPHA).statusCode())
                 .isEqualTo(204);
     }
+
+    @org.springframework.beans.factory.annotation.Autowired
+    io.kvstore.engine.TierEngine engine;
+
+    /**
+     * A block that lands under a name after its namespace was deleted (an upload or commit admitted just
+     * before the delete, finishing just after it; here put straight into the engine) is not the next
+     * tenant's to read: a new declaration of the name starts it empty.
+     */
+    @Test
+    void aBlockLeftUnderADeletedNameIsNotSeenByTheNextTenantToDeclareIt() throws Exception {
+        var http = new Http(port);
+        var hash = TestLayout.hashes(TestLayout.tokens(1, 9300)).getFirst();
+        byte[] bytes = TestLayout.blocks(1, 9300).getFirst();
+        engine.put(
+                new io.kvstore.block.BlockKey("a-ghost", hash), null, java.lang.foreign.MemorySegment.ofArray(bytes));
+        declare(http, "a-ghost", BETA);
+        var lookup = http.json(
+                "POST", "/v1/lookup", "{\"namespace\":\"a-ghost\",\"blockHashes\":[\"" + hash.hex() + "\"]}", BETA);
+        assertThat(lookup.statusCode()).isEqualTo(200);
+        assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+    }
 }

@@ -45,6 +45,8 @@ import org.springframework.stereotype.Service;
 @Service
 public class BlockService {
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(BlockService.class);
+
     private final TierEngine engine;
     private final NamespaceRegistry namespaces;
     private final EngineMetrics metrics;
@@ -82,6 +84,15 @@ public class BlockService {
         var outcome = namespaces.declare(namespace, spec, tenant);
         if (outcome == NamespaceRegistry.Outcome.CREATED) {
             usage.forget(namespace); // bytes stored under the name before it was declared were booked elsewhere
+            // a block that landed under the name after its last delete (an upload or commit admitted just before
+            // the delete, finishing after it) is not the new declarer's: the namespace starts empty
+            int leftover = engine.deleteNamespace(namespace);
+            if (leftover > 0) {
+                log.info(
+                        "namespace '{}' declared anew: {} blocks left from before its last delete dropped",
+                        namespace,
+                        leftover);
+            }
         }
         engine.setWriteThrough(namespace, spec.writeThrough());
         return outcome;
