@@ -256,11 +256,13 @@ public final class CatalogEntry {
         if (pins > 0 || leases > 0 || readers > 0) {
             return new MoveOutcome(false, copiedTo != null);
         }
+        // a copy dropped meanwhile (failed its checksum under a reader) was cleared, and is freed, by its dropper
+        boolean had = (tiers & bit(from)) != 0;
         tiers &= ~bit(from);
         if (tiers == 0) {
             dead = true;
         }
-        return new MoveOutcome(true, copiedTo != null);
+        return new MoveOutcome(had, copiedTo != null);
     }
 
     /**

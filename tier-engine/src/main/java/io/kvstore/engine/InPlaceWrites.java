@@ -186,7 +186,10 @@ final class InPlaceWrites {
         if (stored.copied()) {
             mover.afterStore(stored);
         } else {
-            memory.releaseSlot(offset, b.length());
+            if (!adopted[0]) {
+                // once adopted, the slot was the tier's: a delete that won the race freed it with the copy
+                memory.releaseSlot(offset, b.length());
+            }
             mover.writeThroughIfAsked(stored);
         }
         return stored;

@@ -530,6 +530,11 @@ final class Mover implements AutoCloseable {
             events.demoted(from, to, entry.length());
         }
         if (outcome.clearedFrom() || droppedCorrupt) {
+            if (droppedCorrupt) {
+                // readers that began after our claim may still be on the slot; as Residency#drop, free it
+                // (and let the entry leave the catalog) only after them
+                Residency.awaitNoReaders(entry);
+            }
             // policy first: a promotion may put a new copy here the moment the slot is free
             TierPolicy policy = stack.policy(from);
             policy.onRemove(key);

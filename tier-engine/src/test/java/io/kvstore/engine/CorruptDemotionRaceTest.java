@@ -1,0 +1,212 @@
+package io.kvstore.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.TierId;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.NvmeTier;
+import io.kvstore.tier.nvme.NvmeTierConfig;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A demotion that finds its victim's copy corrupt (a late one-sided write landed on it) while a client is
+ * still reading that block, with the interleaving forced: the demoter claims the block, a reader starts,
+ * then the demoter reads the block and drops it.
+ */
+class CorruptDemotionRaceTest {
+
+    private static final int BLOCK = 64 * 1024;
+    /** Each task on a thread of its own: one stuck in the engine must not hold up another (nor another test). */
+    private static final java.util.concurrent.Executor OWN_THREAD =
+            task -> Thread.ofPlatform().daemon().start(task);
+
+    @TempDir
+    Path dir;
+
+    private static Catalog catalogOf(TierEngine engine) throws Exception {
+        var field = TierEngine.class.getDeclaredField("catalog");
+        field.setAccessible(true);
+        return (Catalog) field.get(engine);
+    }
+
+    private static void awaitBlocked(Thread t) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (t.getState() != Thread.State.BLOCKED) {
+            assertThat(System.nanoTime()).as("thread never blocked").isLessThan(deadline);
+            Thread.sleep(1);
+        }
+    }
+
+    @Test
+    void aBlockDroppedCorruptByADemotionWhileBeingReadCanBeStoredAgain() throws Exception {
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        List<BlockTier> tiers =
+                List.of(dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = new TierEngine(
+                        tiers,
+                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
+                        Duration.ofMinutes(2),
+                        EngineEvents.NONE,
+                        Clock.systemUTC())) {
+            BlockKey victim = TestBlocks.key("ns", 1);
+            MemorySegment victimBytes = TestBlocks.bytes(arena, 1, BLOCK);
+            engine.put(victim, null, victimBytes);
+            for (long id = 2; id <= 4; id++) {
+                engine.put(TestBlocks.key("ns", id), null, TestBlocks.bytes(arena, id, BLOCK));
+            }
+            // the demoter claims its first victim, then stops while it looks for the next one
+            CatalogEntry next = catalogOf(engine).get(TestBlocks.key("ns", 2));
+            CountDownLatch nextHeld = new CountDownLatch(1);
+            CountDownLatch releaseNext = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> {
+                synchronized (next) {
+                    nextHeld.countDown();
+                    try {
+                        releaseNext.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            assertThat(nextHeld.await(10, TimeUnit.SECONDS)).isTrue();
+            Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
+            awaitBlocked(demoter);
+
+            // a client reads the victim; while it sends the bytes, a late write lands on the slot
+            CountDownLatch reading = new CountDownLatch(1);
+            CountDownLatch finishRead = new CountDownLatch(1);
+            CompletableFuture<Void> read = CompletableFuture.runAsync(
+                    () -> {
+                        try {
+                            engine.read(victim, (tier, record, bytes) -> {
+                                long offset = dram.offsetOf(victim);
+                                MemorySegment slot = dram.slot(offset, BLOCK);
+                                slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
+                                reading.countDown();
+                                try {
+                                    finishRead.await(30, TimeUnit.SECONDS);
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                return null;
+                            });
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    OWN_THREAD);
+            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+            releaseNext.countDown();
+            holder.join();
+            // the demoter finds the copy corrupt and drops it
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (engine.info(victim) != null && engine.info(victim).tiers().contains(TierId.DRAM)) {
+                assertThat(System.nanoTime()).isLessThan(deadline);
+                Thread.sleep(1);
+            }
+            Thread.sleep(50);
+            finishRead.countDown();
+            read.get(10, TimeUnit.SECONDS);
+            demoter.join(10_000);
+
+            // the client stores the block again: it must be accepted, and read back whole
+            CompletableFuture<TierId> put = CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return engine.put(victim, null, victimBytes);
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    OWN_THREAD);
+            assertThat(put.get(5, TimeUnit.SECONDS)).isNotNull();
+            MemorySegment out = arena.allocate(BLOCK);
+            engine.get(victim, out);
+            assertThat(out.mismatch(victimBytes)).isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void aCopyDroppedCorruptByAReaderDuringItsDemotionIsRemovedOnce() throws Exception {
+        MemoryTier hbm = new MemoryTier(TierId.HBM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        BlockKey victim = TestBlocks.key("ns", 1);
+        List<String> removals = new CopyOnWriteArrayList<>();
+        AtomicReference<Runnable> onMoved = new AtomicReference<>();
+        EngineEvents events = new EngineEvents() {
+            @Override
+            public void copyRemoved(TierId tier, BlockKey key, int length) {
+                removals.add(tier + " " + key);
+            }
+
+            @Override
+            public void moved(TierId from, TierId to, long bytes, long nanos) {
+                Runnable hook = from == TierId.HBM && to == TierId.DRAM ? onMoved.getAndSet(null) : null;
+                if (hook != null) {
+                    hook.run();
+                }
+            }
+        };
+        List<BlockTier> tiers =
+                List.of(hbm, dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = new TierEngine(
+                        tiers,
+                        Map.of(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
+                        Duration.ofMinutes(2),
+                        events,
+                        Clock.systemUTC())) {
+            engine.setWriteThrough("ns", true); // the block is in HBM and on NVMe
+            MemorySegment victimBytes = TestBlocks.bytes(arena, 1, BLOCK);
+            engine.put(victim, null, victimBytes);
+            CompletableFuture<Void> read = new CompletableFuture<>();
+            // once the demoter has copied the block to DRAM (and before it finishes the move), a late write
+            // lands on the HBM slot and a client reads the block: the read drops the HBM copy as corrupt
+            onMoved.set(() -> {
+                MemorySegment slot = hbm.slot(hbm.offsetOf(victim), BLOCK);
+                slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
+                Thread.ofPlatform().start(() -> {
+                    try {
+                        MemorySegment out = arena.allocate(BLOCK);
+                        engine.get(victim, out);
+                        assertThat(out.mismatch(victimBytes)).isEqualTo(-1);
+                        read.complete(null);
+                    } catch (Throwable e) {
+                        read.completeExceptionally(e);
+                    }
+                });
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (!removals.contains("HBM " + victim) && System.nanoTime() < deadline) {
+                    Thread.onSpinWait();
+                }
+            });
+            engine.demoteToLowWatermark(TierId.HBM);
+            read.get(10, TimeUnit.SECONDS);
+
+            assertThat(engine.info(victim).tiers()).containsExactlyInAnyOrder(TierId.DRAM, TierId.NVME);
+            // one removal per copy added, as EngineEvents#copyRemoved promises
+            assertThat(removals).containsExactly("HBM " + victim);
+        }
+    }
+}
