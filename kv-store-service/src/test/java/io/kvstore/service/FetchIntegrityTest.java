@@ -29,20 +29,9 @@ class FetchIntegrityTest extends ServiceTest {
 
     @Test
     void aBlockCorruptOnDiskBecomesAMissingFrameAndTheAnswerStaysComplete() throws Exception {
-        assertThat(http.json("PUT", "/v1/namespaces/flip", TestLayout.declaration("m"))
-                        .statusCode())
-                .isIn(200, 201);
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(8, 404));
         List<byte[]> blocks = TestLayout.blocks(8, 404);
-        assertThat(http.putBytes(
-                                "/v1/namespaces/flip/blocks",
-                                "application/octet-stream",
-                                Http.frames(hashes, blocks, null))
-                        .statusCode())
-                .isEqualTo(200);
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"flip\"}", ADMIN)
-                        .body())
-                .contains("\"evictedBlocks\":8");
+        storeOnNvmeOnly("flip", hashes, blocks);
         NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
         BlockKey bad = new BlockKey("flip", hashes.get(3));
         try (FileChannel ch = FileChannel.open(nvme.fileOf(bad), StandardOpenOption.READ, StandardOpenOption.WRITE)) {
@@ -96,20 +85,9 @@ class FetchIntegrityTest extends ServiceTest {
      */
     @Test
     void aBlockTheDiskCannotReadBecomesAMissingFrameAndIsDropped() throws Exception {
-        assertThat(http.json("PUT", "/v1/namespaces/cut", TestLayout.declaration("m"))
-                        .statusCode())
-                .isIn(200, 201);
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(8, 505));
         List<byte[]> blocks = TestLayout.blocks(8, 505);
-        assertThat(http.putBytes(
-                                "/v1/namespaces/cut/blocks",
-                                "application/octet-stream",
-                                Http.frames(hashes, blocks, null))
-                        .statusCode())
-                .isEqualTo(200);
-        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"cut\"}", ADMIN)
-                        .body())
-                .contains("\"evictedBlocks\":8");
+        storeOnNvmeOnly("cut", hashes, blocks);
         NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
         BlockKey third = new BlockKey("cut", hashes.get(3));
         java.nio.file.Path file = nvme.fileOf(third);
@@ -170,5 +148,21 @@ class FetchIntegrityTest extends ServiceTest {
                 ch.force(true);
             }
         }
+    }
+
+    /** Declares {@code ns}, stores the blocks and evicts them from DRAM, so NVMe holds their only copy. */
+    private void storeOnNvmeOnly(String ns, List<BlockHash> hashes, List<byte[]> blocks) throws Exception {
+        assertThat(http.json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"))
+                        .statusCode())
+                .isIn(200, 201);
+        assertThat(http.putBytes(
+                                "/v1/namespaces/" + ns + "/blocks",
+                                "application/octet-stream",
+                                Http.frames(hashes, blocks, null))
+                        .statusCode())
+                .isEqualTo(200);
+        assertThat(http.json("POST", "/admin/evict", "{\"tier\":\"DRAM\",\"namespace\":\"" + ns + "\"}", ADMIN)
+                        .body())
+                .contains("\"evictedBlocks\":" + hashes.size());
     }
 }

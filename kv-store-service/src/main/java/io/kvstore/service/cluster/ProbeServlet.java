@@ -2,6 +2,7 @@ package io.kvstore.service.cluster;
 
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.ProblemAdvice;
+import io.kvstore.service.error.ServletProblems;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
 import io.kvstore.service.security.Caller;
@@ -11,8 +12,6 @@ import jakarta.servlet.http.HttpServlet;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
 import java.io.IOException;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import org.springframework.http.ProblemDetail;
 import org.springframework.web.filter.ServerHttpObservationFilter;
 import tools.jackson.databind.json.JsonMapper;
@@ -135,19 +134,6 @@ final class ProbeServlet extends HttpServlet {
             String detail,
             Object field)
             throws IOException {
-        Map<String, Object> body = new LinkedHashMap<>();
-        body.put("type", "about:blank");
-        body.put("title", title);
-        body.put("status", status);
-        body.put("detail", detail);
-        body.put("instance", request.getRequestURI());
-        if (field != null) {
-            body.put("field", field);
-        }
-        byte[] bytes = json.writeValueAsBytes(body);
-        response.setStatus(status);
-        response.setContentType("application/problem+json");
-        response.setContentLength(bytes.length);
-        response.getOutputStream().write(bytes);
+        ServletProblems.write(request, response, json, status, title, detail, field);
     }
 }

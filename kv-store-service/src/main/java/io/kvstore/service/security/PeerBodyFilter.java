@@ -2,6 +2,7 @@ package io.kvstore.service.security;
 
 import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.error.PayloadTooLargeException;
+import io.kvstore.service.error.ServletProblems;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
@@ -16,8 +17,6 @@ import java.io.InputStreamReader;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
-import java.util.LinkedHashMap;
-import java.util.Map;
 import org.springframework.core.Ordered;
 import org.springframework.web.filter.OncePerRequestFilter;
 import tools.jackson.databind.json.JsonMapper;
@@ -92,17 +91,7 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
     private void refuse(
             HttpServletRequest request, HttpServletResponse response, int status, String title, String detail)
             throws IOException {
-        Map<String, Object> problem = new LinkedHashMap<>();
-        problem.put("type", "about:blank");
-        problem.put("title", title);
-        problem.put("status", status);
-        problem.put("detail", detail);
-        problem.put("instance", request.getRequestURI());
-        byte[] bytes = json.writeValueAsBytes(problem);
-        response.setStatus(status);
-        response.setContentType("application/problem+json");
-        response.setContentLength(bytes.length);
-        response.getOutputStream().write(bytes);
+        ServletProblems.write(request, response, json, status, title, detail, null);
     }
 
     /** The request with its body already read and checked, served from memory. */

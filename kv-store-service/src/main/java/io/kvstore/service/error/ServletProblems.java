@@ -1,0 +1,44 @@
+package io.kvstore.service.error;
+
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.IOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import org.jspecify.annotations.Nullable;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * Writes an RFC 9457 problem straight to a servlet response, for code that answers before or outside Spring
+ * MVC (a filter, a plain servlet) and so cannot throw to {@link ProblemAdvice}: the same fields it answers.
+ */
+public final class ServletProblems {
+
+    private ServletProblems() {}
+
+    /** @param field the input at fault, or null when there is none */
+    public static void write(
+            HttpServletRequest request,
+            HttpServletResponse response,
+            JsonMapper json,
+            int status,
+            String title,
+            String detail,
+            @Nullable Object field)
+            throws IOException {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("type", "about:blank");
+        body.put("title", title);
+        body.put("status", status);
+        body.put("detail", detail);
+        body.put("instance", request.getRequestURI());
+        if (field != null) {
+            body.put("field", field);
+        }
+        byte[] bytes = json.writeValueAsBytes(body);
+        response.setStatus(status);
+        response.setContentType("application/problem+json");
+        response.setContentLength(bytes.length);
+        response.getOutputStream().write(bytes);
+    }
+}
