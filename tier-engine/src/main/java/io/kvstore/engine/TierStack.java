@@ -168,7 +168,8 @@ final class TierStack implements AutoCloseable {
         return tier.usedBytes() - (long) (settings(id).lowWatermark() * tier.usableBytes());
     }
 
-    void setPolicy(TierId id, EvictionPolicyKind kind) {
+    /** Synchronized: two switches at once must leave the settings naming the policy that runs. */
+    synchronized void setPolicy(TierId id, EvictionPolicyKind kind) {
         get(id);
         policy(id).switchTo(kind);
         settings.compute(id, (k, s) -> s.withPolicy(kind));
