@@ -6,6 +6,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.eviction.TierPolicy;
+import io.kvstore.tier.BadCopyException;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
@@ -664,23 +665,24 @@ final class Mover implements AutoCloseable {
         if (held == null) {
             return;
         }
-        boolean corrupt = false;
+        BadCopyException bad = null;
         try {
             if (held != from || entry.residentIn(to)) {
                 return;
             }
             writeWithRoom(stack.get(to), entry, record.length(), () -> direct.promote(record));
             publishPromoted(entry, record, from, to, start);
-        } catch (ChecksumMismatchException failed) {
-            corrupt = true;
+        } catch (BadCopyException failed) {
+            // corrupt, or unreadable (the tier already dropped it): the catalog drops that copy too
+            bad = failed;
         } catch (DeviceStoragePath.DeviceCopyMismatch arrivedBad) {
             events.checksumFailed(to, entry.key());
             log.warn("promotion of {} from {} to {} refused: {}", entry.key(), from, to, arrivedBad.getMessage());
         } finally {
             entry.endRead();
         }
-        if (corrupt) {
-            residency.dropCorrupt(entry, from);
+        if (bad != null) {
+            residency.dropBad(entry, from, bad);
         }
     }
 

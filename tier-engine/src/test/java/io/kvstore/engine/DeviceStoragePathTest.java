@@ -18,6 +18,7 @@ import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
 import io.kvstore.tier.nvme.StandInDeviceFileCopier;
 import java.io.BufferedReader;
+import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
@@ -203,6 +204,104 @@ class DeviceStoragePathTest {
             assertThat(nvme.checksumFailures()).isEqualTo(1);
             assertThat(engine.info(first)).isNull();
             assertReadsBack(engine, keys.get(1), 2);
+        }
+    }
+
+    /**
+     * A failing drive: the copy into the device arrives damaged, and the host read that should tell which side is
+     * bad finds the block file cut short (bytes gone). The NVMe tier drops that copy; the catalog must drop it too
+     * (and say so to listeners, which keep tenants' bytes from these events), not go on offering a copy no tier
+     * holds.
+     */
+    @Test
+    void aCopyTheDriveCannotReadBackDuringADirectPromotionIsDroppedFromTheCatalog() throws Exception {
+        DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(8L * 65536), 4L * 65536);
+        List<BlockTier> tiers = List.of(
+                hbm,
+                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 16L * 65536, 4L * 65536),
+                new NvmeTier(nvmeConfig(dir)));
+        Map<TierId, TierSettings> settings = new EnumMap<>(TierId.class);
+        settings.put(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, true));
+        settings.put(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, true));
+        StandInDeviceFileCopier standIn = new StandInDeviceFileCopier(hbm.region());
+        java.util.concurrent.atomic.AtomicBoolean cutAfterNextRead = new java.util.concurrent.atomic.AtomicBoolean();
+        io.kvstore.tier.nvme.DeviceFileCopier failingDrive = new io.kvstore.tier.nvme.DeviceFileCopier() {
+            @Override
+            public String name() {
+                return standIn.name();
+            }
+
+            @Override
+            public boolean standIn() {
+                return true;
+            }
+
+            @Override
+            public void write(long deviceOffset, BlockFile file, long fileOffset, long length) throws IOException {
+                standIn.write(deviceOffset, file, fileOffset, length);
+            }
+
+            @Override
+            public void read(BlockFile file, long fileOffset, long deviceOffset, long length) throws IOException {
+                standIn.read(file, fileOffset, deviceOffset, length);
+                if (cutAfterNextRead.getAndSet(false)) {
+                    try (var ch = java.nio.channels.FileChannel.open(
+                            Path.of(file.path()), java.nio.file.StandardOpenOption.WRITE)) {
+                        ch.truncate(fileOffset);
+                    }
+                }
+            }
+
+            @Override
+            public void close() {}
+        };
+        Map<TierId, java.util.concurrent.atomic.AtomicLong> held = new ConcurrentHashMap<>();
+        EngineEvents ledger = new EngineEvents() {
+            @Override
+            public void copyAdded(TierId tier, BlockRecord block) {
+                held.computeIfAbsent(tier, t -> new java.util.concurrent.atomic.AtomicLong())
+                        .addAndGet(block.length());
+            }
+
+            @Override
+            public void copyRemoved(TierId tier, BlockKey key, int length) {
+                held.computeIfAbsent(tier, t -> new java.util.concurrent.atomic.AtomicLong())
+                        .addAndGet(-length);
+            }
+
+            @Override
+            public void readFailed(TierId tier, BlockKey key) {
+                count("unreadable " + tier);
+            }
+        };
+        try (TierEngine engine = new TierEngine(
+                tiers, settings, Duration.ofMinutes(2), ledger, Clock.systemUTC(), failingDrive, false)) {
+            List<BlockKey> keys = putChain(engine, 24);
+            BlockKey first = keys.getFirst();
+            NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
+            assertThat(engine.info(first).tiers()).containsExactly(TierId.NVME);
+            standIn.damageNextRead();
+            cutAfterNextRead.set(true);
+            assertReadsBack(engine, first, 1); // served through host memory, then promoted straight to HBM
+            engine.awaitMoves();
+            assertThat(nvme.readFailures())
+                    .as("the NVMe tier dropped the unreadable copy")
+                    .isEqualTo(1);
+            assertThat(nvme.contains(first)).isFalse();
+            assertThat(engine.info(first))
+                    .as("no tier holds it: the catalog drops it")
+                    .isNull();
+            assertThat(events("unreadable NVME")).isEqualTo(1);
+            long inNvme = 0;
+            for (java.util.Iterator<BlockInfo> it = engine.blocks(); it.hasNext(); ) {
+                BlockInfo b = it.next();
+                if (b.residentIn(TierId.NVME)) {
+                    inNvme += b.length();
+                }
+            }
+            assertThat(held.get(TierId.NVME).get())
+                    .as("bytes announced in NVMe equal the copies the catalog shows there")
+                    .isEqualTo(inNvme);
         }
     }
 

@@ -81,11 +81,10 @@ public class BlockService {
 
     /** Declares a namespace for {@code tenant} and applies its durability to the engine. */
     public NamespaceRegistry.Outcome declare(String namespace, NamespaceSpec spec, String tenant) {
-        var outcome = namespaces.declare(namespace, spec, tenant);
-        if (outcome == NamespaceRegistry.Outcome.CREATED) {
-            usage.forget(namespace); // bytes stored under the name before it was declared were booked elsewhere
+        if (namespaces.declared(namespace) == null) {
             // a block that landed under the name after its last delete (an upload or commit admitted just before
-            // the delete, finishing after it) is not the new declarer's: the namespace starts empty
+            // the delete, finishing after it) is not the new declarer's: the namespace starts empty. Dropped before
+            // the new owner is recorded, so its bytes come off the account they were booked to, not the new one's
             int leftover = engine.deleteNamespace(namespace);
             if (leftover > 0) {
                 log.info(
@@ -93,6 +92,10 @@ public class BlockService {
                         namespace,
                         leftover);
             }
+        }
+        var outcome = namespaces.declare(namespace, spec, tenant);
+        if (outcome == NamespaceRegistry.Outcome.CREATED) {
+            usage.forget(namespace); // bytes stored under the name before it was declared were booked elsewhere
         }
         engine.setWriteThrough(namespace, spec.writeThrough());
         return outcome;
