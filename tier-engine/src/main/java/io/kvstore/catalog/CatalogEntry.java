@@ -267,14 +267,16 @@ public final class CatalogEntry {
 
     /**
      * Drops the copy in {@code tier} at once (a failed checksum, a delete). Readers already copying keep
-     * reading; the caller waits for them before freeing the slot.
+     * reading; the caller waits for them before freeing the slot. An entry left without a copy while a move
+     * is in flight does not die here: the move may be about to record the copy it made below ({@link
+     * #finishMove} decides then).
      *
      * @return true when the tier held it
      */
     public synchronized boolean dropTier(TierId tier) {
         boolean had = (tiers & bit(tier)) != 0;
         tiers &= ~bit(tier);
-        if (tiers == 0) {
+        if (tiers == 0 && moving == 0) {
             dead = true;
         }
         return had;
@@ -331,10 +333,11 @@ public final class CatalogEntry {
      * Marks a block with no copy left dead and says whether it may leave the catalog now: only when no
      * writer, mover or reader of this entry is still in flight, since each of them may hold a copy it has
      * yet to publish or free. Removing the entry earlier would let a new entry of the same key write a
-     * tier while an old copy is still being written or freed there. The last of them removes it.
+     * tier while an old copy is still being written or freed there. The last of them removes it. A move in
+     * flight may still record its copy below (see {@link #dropTier}), so the entry does not die under it.
      */
     public synchronized boolean dieIfEmpty() {
-        if (tiers == 0 && !writing) {
+        if (tiers == 0 && !writing && moving == 0) {
             dead = true;
         }
         return dead && !writing && moving == 0 && readers == 0;

@@ -460,11 +460,16 @@ final class Mover implements AutoCloseable {
         return failing == null ? null : failing.get();
     }
 
-    /** Records a new copy in {@code to} and announces it, in order with any removal: see Residency#publish. */
+    /**
+     * Records a new copy in {@code to} and announces it, in order with any removal: see Residency#publish.
+     * A copy a concurrent move into {@code to} already recorded (the tier skipped our write) is not announced
+     * again: one copy, one event.
+     */
     private boolean addCopy(CatalogEntry entry, TierId to, BlockRecord record) {
         synchronized (entry) {
+            boolean known = entry.residentIn(to);
             boolean added = entry.addTier(to);
-            if (added) {
+            if (added && !known) {
                 events.copyAdded(to, record);
             }
             return added;
@@ -512,8 +517,10 @@ final class Mover implements AutoCloseable {
         BlockKey key = entry.key();
         CatalogEntry.MoveOutcome outcome;
         synchronized (entry) { // the events are ordered with the change: see Residency#publish
+            // a write-through may have recorded (and announced) the same copy while we wrote it
+            boolean known = copiedTo != null && entry.residentIn(copiedTo);
             outcome = entry.finishMove(from, copiedTo);
-            if (newCopy && outcome.recordedCopy()) {
+            if (newCopy && outcome.recordedCopy() && !known) {
                 events.copyAdded(Objects.requireNonNull(copiedTo), Residency.recordOf(entry));
             }
             if (outcome.clearedFrom()) {
@@ -531,17 +538,21 @@ final class Mover implements AutoCloseable {
             events.demoted(from, to, entry.length());
         }
         if (outcome.clearedFrom() || droppedCorrupt) {
+            Runnable free = () -> {
+                // policy first: a promotion may put a new copy here the moment the slot is free
+                TierPolicy policy = stack.policy(from);
+                policy.onRemove(key);
+                stack.get(from).delete(key);
+                events.evicted(from, policy.kind(), entry.length());
+                catalog.removeIfDead(entry);
+            };
             if (droppedCorrupt) {
                 // readers that began after our claim may still be on the slot; as Residency#drop, free it
                 // (and let the entry leave the catalog) only after them
-                Residency.awaitNoReaders(entry);
+                Residency.afterReaders(entry, free);
+            } else {
+                free.run();
             }
-            // policy first: a promotion may put a new copy here the moment the slot is free
-            TierPolicy policy = stack.policy(from);
-            policy.onRemove(key);
-            stack.get(from).delete(key);
-            events.evicted(from, policy.kind(), entry.length());
-            catalog.removeIfDead(entry);
         }
         return newCopy;
     }

@@ -17,6 +17,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -277,12 +279,15 @@ final class Residency {
                 events.copyRemoved(tierId, entry.key(), entry.length());
             }
         }
-        if (dropped) {
-            awaitNoReaders(entry);
+        if (!dropped) {
+            catalog.removeIfDead(entry);
+            return;
+        }
+        afterReaders(entry, () -> {
             stack.policy(tierId).onRemove(entry.key());
             stack.get(tierId).delete(entry.key());
-        }
-        catalog.removeIfDead(entry);
+            catalog.removeIfDead(entry);
+        });
     }
 
     /**
@@ -305,12 +310,13 @@ final class Residency {
                 events.copyRemoved(t, key, entry.length());
             }
         }
-        awaitNoReaders(entry);
-        for (TierId t : had) {
-            stack.policy(t).onRemove(key);
-            stack.get(t).delete(key);
-        }
-        catalog.removeIfDead(entry);
+        afterReaders(entry, () -> {
+            for (TierId t : had) {
+                stack.policy(t).onRemove(key);
+                stack.get(t).delete(key);
+            }
+            catalog.removeIfDead(entry);
+        });
         return !had.isEmpty();
     }
 
@@ -343,11 +349,33 @@ final class Residency {
         return n;
     }
 
-    static void awaitNoReaders(CatalogEntry entry) {
-        SpinWait.until(
-                () -> entry.readers() == 0,
-                SpinWait.DEFAULT_NANOS,
-                () -> "block " + entry.key() + " still has readers after 30 s");
+    /** How long a removal waits for the readers of a copy it dropped before leaving the freeing to them. */
+    static final long READER_WAIT_NANOS = SpinWait.DEFAULT_NANOS;
+
+    /** {@link #READER_WAIT_NANOS}; tests shorten it. */
+    static volatile long readerWaitNanos = READER_WAIT_NANOS;
+
+    /**
+     * Runs {@code free} (freeing the slots of copies already dropped from {@code entry}) once the entry has no
+     * reader left: on this thread when they leave within {@link #readerWaitNanos}, else on a thread of its
+     * own when the last one does. A reader stuck on a slow client thus neither fails the removal nor keeps
+     * the slots, and the dead entry, for good.
+     */
+    static void afterReaders(CatalogEntry entry, Runnable free) {
+        try {
+            SpinWait.until(
+                    () -> entry.readers() == 0, readerWaitNanos, () -> "block " + entry.key() + " still has readers");
+        } catch (IllegalStateException slowReader) {
+            log.warn("block {} is still being read; its slots are freed when its readers leave", entry.key());
+            Thread.ofVirtual().name("kvstore-free-after-readers").start(() -> {
+                while (entry.readers() > 0) {
+                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
+                }
+                free.run();
+            });
+            return;
+        }
+        free.run();
     }
 
     static BlockRecord recordOf(CatalogEntry entry) {

@@ -1,0 +1,105 @@
+package io.kvstore.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
+import io.kvstore.catalog.Catalog;
+import io.kvstore.catalog.CatalogEntry;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.NvmeTier;
+import io.kvstore.tier.nvme.NvmeTierConfig;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A write-through copy to NVMe and a demotion of the same block into NVMe at the same moment, with the
+ * interleaving forced: the demoter has written its copy and not yet recorded it when a store of the block
+ * in a write-through namespace starts its copy through.
+ */
+class WriteThroughDemotionRaceTest {
+
+    private static final int BLOCK = 64 * 1024;
+
+    @TempDir
+    Path dir;
+
+    private static Catalog catalogOf(TierEngine engine) throws Exception {
+        var field = TierEngine.class.getDeclaredField("catalog");
+        field.setAccessible(true);
+        return (Catalog) field.get(engine);
+    }
+
+    @Test
+    void aCopyWrittenThroughWhileTheBlockIsDemotedIsAnnouncedOnce() throws Exception {
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        BlockKey key = TestBlocks.key("ns", 1);
+        List<String> added = new CopyOnWriteArrayList<>();
+        AtomicReference<Runnable> onMoved = new AtomicReference<>();
+        EngineEvents events = new EngineEvents() {
+            @Override
+            public void copyAdded(TierId tier, BlockRecord block) {
+                added.add(tier + " " + block.key());
+            }
+
+            @Override
+            public void moved(TierId from, TierId to, long bytes, long nanos) {
+                Runnable hook = from == TierId.DRAM && to == TierId.NVME ? onMoved.getAndSet(null) : null;
+                if (hook != null) {
+                    hook.run();
+                }
+            }
+        };
+        List<BlockTier> tiers =
+                List.of(dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = new TierEngine(
+                        tiers,
+                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
+                        Duration.ofMinutes(2),
+                        events,
+                        Clock.systemUTC())) {
+            MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
+            engine.put(key, null, bytes); // write-back: in DRAM only
+            engine.setWriteThrough("ns", true);
+            CatalogEntry entry = catalogOf(engine).get(key);
+            CompletableFuture<TierId> put = new CompletableFuture<>();
+            // the demoter has written the NVMe copy and not recorded it yet: a client stores the block again,
+            // which copies it through to NVMe (the block is not recorded there)
+            onMoved.set(() -> {
+                Thread.ofPlatform().daemon().start(() -> {
+                    try {
+                        put.complete(engine.put(key, null, bytes));
+                    } catch (Throwable e) {
+                        put.completeExceptionally(e);
+                    }
+                });
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (entry.readers() < 2 && System.nanoTime() < deadline) { // the demoter's claim and the put's read
+                    Thread.onSpinWait();
+                }
+            });
+            engine.demoteToLowWatermark(TierId.DRAM);
+            assertThat(put.get(10, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+
+            assertThat(engine.info(key).tiers()).contains(TierId.NVME);
+            // once per copy, as EngineEvents#copyAdded promises
+            assertThat(added).containsExactly("DRAM " + key, "NVME " + key);
+        }
+    }
+}
