@@ -26,13 +26,16 @@ final class ReplayRing {
         size = Math.min(size + 1, ring.length);
     }
 
-    /** The batches held whose sequence number is at least {@code startSeq}, in order. */
+    /**
+     * The batches held whose sequence number is at least {@code startSeq}, in order. The start is compared
+     * unsigned, as vLLM reads the request's 8 bytes: a start of 2^63 or more is past every batch.
+     */
     List<Published> from(long startSeq) {
         List<Published> out = new ArrayList<>();
         int first = (next - size + ring.length) % ring.length;
         for (int i = 0; i < size; i++) {
             Published p = ring[(first + i) % ring.length];
-            if (p.seq() >= startSeq) {
+            if (Long.compareUnsigned(p.seq(), startSeq) >= 0) {
                 out.add(p);
             }
         }
