@@ -2,9 +2,9 @@ package io.kvstore.service.cluster;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.TierId;
+import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.blocks.BlockFrames;
-import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.NotFoundException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.metrics.EngineMetrics;

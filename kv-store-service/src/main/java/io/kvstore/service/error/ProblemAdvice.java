@@ -1,5 +1,6 @@
 package io.kvstore.service.error;
 
+import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.engine.BlockConflictException;
 import io.kvstore.engine.BlockHeldException;
 import io.kvstore.engine.TierEngine;

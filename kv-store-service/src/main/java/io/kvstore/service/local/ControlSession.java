@@ -1,9 +1,9 @@
 package io.kvstore.service.local;
 
+import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.ReserveRequest;
-import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.error.ProblemAdvice;

@@ -1,7 +1,7 @@
 package io.kvstore.service.local;
 
+import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.service.config.KvStoreProperties;
-import io.kvstore.service.error.IntervalLog;
 import io.kvstore.service.error.ProblemAdvice;
 import io.kvstore.service.security.TokenStore;
 import jakarta.validation.Validator;

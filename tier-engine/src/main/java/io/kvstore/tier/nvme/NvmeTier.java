@@ -3,6 +3,7 @@ package io.kvstore.tier.nvme;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.ffm.libc.LibC;
 import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.tier.BlockNotFoundException;
@@ -15,6 +16,7 @@ import io.kvstore.tier.memory.SlabAllocator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -24,8 +26,6 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -61,7 +61,6 @@ public final class NvmeTier implements BlockTier {
 
     private static final Logger log = LoggerFactory.getLogger(NvmeTier.class);
     private static final long ALIGN = SlabAllocator.SLOT_ALIGNMENT;
-    private static final long READ_FAILURE_LOG_NANOS = TimeUnit.MINUTES.toNanos(1);
 
     private final NvmeTierConfig config;
     private final BlockFiles files;
@@ -72,8 +71,8 @@ public final class NvmeTier implements BlockTier {
     private final List<BlockRecord> recovered;
     private final LongAdder checksumFailures = new LongAdder();
     private final LongAdder readFailures = new LongAdder();
-    /** When the last unreadable-copy line was logged ({@link System#nanoTime}); far in the past at first. */
-    private final AtomicLong lastReadFailureLog = new AtomicLong(System.nanoTime() - READ_FAILURE_LOG_NANOS);
+    /** At most one unreadable-copy line a minute. */
+    private final IntervalLog readFailureLines = new IntervalLog(Duration.ofMinutes(1));
 
     private final LongAdder groupCommits = new LongAdder();
     private final DiskSpace space;
@@ -455,18 +454,13 @@ public final class NvmeTier implements BlockTier {
      */
     private void dropUnreadable(BlockKey key, NvmeIndex.Entry e, PosixException why) {
         readFailures.increment();
-        if (blocks.remove(key, e)) {
-            try {
-                index.delete(key);
-                slabs.free(e.offset(), e.slotSize());
-            } catch (IOException indexFailed) {
-                // the slot stays taken (the index may still name it); a restart re-checks it by CRC on read
-                log.debug("could not remove unreadable {} from the NVMe index: {}", key, indexFailed.getMessage());
-            }
+        try {
+            forgetLost(key, e);
+        } catch (IOException indexFailed) {
+            // the slot stays taken (the index may still name it); a restart re-checks it by CRC on read
+            log.debug("could not remove unreadable {} from the NVMe index: {}", key, indexFailed.getMessage());
         }
-        long now = System.nanoTime();
-        long last = lastReadFailureLog.get();
-        if (now - last >= READ_FAILURE_LOG_NANOS && lastReadFailureLog.compareAndSet(last, now)) {
+        if (readFailureLines.occurred() >= 0) {
             long total = readFailures.sum();
             log.warn(
                     "NVMe tier could not read block {} ({}); the copy is dropped ({} unreadable copies dropped since the"
@@ -479,15 +473,23 @@ public final class NvmeTier implements BlockTier {
 
     private void dropFailed(BlockKey key, NvmeIndex.Entry e) throws IOException {
         checksumFailures.increment();
-        if (blocks.remove(key, e)) {
-            index.delete(key);
-            slabs.free(e.offset(), e.slotSize());
-        }
+        forgetLost(key, e);
         log.warn(
                 "block {} failed its checksum in the NVMe tier ({} at offset {}); dropped",
                 key,
                 files.pathOf(e.offset()),
                 fileOffset(e));
+    }
+
+    /**
+     * Removes a copy whose bytes are lost from the map, the index and then its slot: the slot is freed only once
+     * the index no longer names it (an index that fails keeps the slot taken).
+     */
+    private void forgetLost(BlockKey key, NvmeIndex.Entry e) throws IOException {
+        if (blocks.remove(key, e)) {
+            index.delete(key);
+            slabs.free(e.offset(), e.slotSize());
+        }
     }
 
     /** Reads a batch with every read in flight at once; each result is checked like {@link #read}. */

@@ -1,4 +1,4 @@
-package io.kvstore.service.error;
+package io.kvstore.concurrent;
 
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;

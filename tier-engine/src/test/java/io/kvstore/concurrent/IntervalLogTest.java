@@ -1,4 +1,4 @@
-package io.kvstore.service.error;
+package io.kvstore.concurrent;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
