@@ -18,6 +18,7 @@ import java.time.ZoneId;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -91,14 +92,6 @@ class CommitRaceTest {
         return (ConcurrentHashMap<BlockKey, SlotTable.Slot>) blocksField.get(slotsField.get(tier));
     }
 
-    private static void awaitBlocked(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (t.getState() != Thread.State.BLOCKED && t.getState() != Thread.State.WAITING) {
-            assertThat(System.nanoTime()).as("thread never blocked").isLessThan(deadline);
-            Thread.sleep(1);
-        }
-    }
-
     @Test
     void aCommitThatLosesItsBlockToADeleteAndThenFindsItStoredAgainFreesNoSlotItNoLongerOwns() throws Exception {
         GateClock clock = new GateClock();
@@ -141,7 +134,7 @@ class CommitRaceTest {
                 commit.completeExceptionally(e);
             }
         });
-        awaitBlocked(committer);
+        RaceFixtures.awaitStopped(committer, Set.of(Thread.State.BLOCKED, Thread.State.WAITING));
 
         // a client deletes the block the commit is storing, and the commit's next look at the catalog is held
         engine.delete(key);

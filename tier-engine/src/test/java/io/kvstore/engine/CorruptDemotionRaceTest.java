@@ -4,22 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
-import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
-import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
-import io.kvstore.tier.nvme.NvmeTier;
-import io.kvstore.tier.nvme.NvmeTierConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -43,32 +37,12 @@ class CorruptDemotionRaceTest {
     @TempDir
     Path dir;
 
-    private static Catalog catalogOf(TierEngine engine) throws Exception {
-        var field = TierEngine.class.getDeclaredField("catalog");
-        field.setAccessible(true);
-        return (Catalog) field.get(engine);
-    }
-
-    private static void awaitBlocked(Thread t) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (t.getState() != Thread.State.BLOCKED) {
-            assertThat(System.nanoTime()).as("thread never blocked").isLessThan(deadline);
-            Thread.sleep(1);
-        }
-    }
-
     @Test
     void aBlockDroppedCorruptByADemotionWhileBeingReadCanBeStoredAgain() throws Exception {
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
-        List<BlockTier> tiers =
-                List.of(dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        tiers,
-                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
-                        Duration.ofMinutes(2),
-                        EngineEvents.NONE,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, EngineEvents.NONE)) {
             BlockKey victim = TestBlocks.key("ns", 1);
             MemorySegment victimBytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(victim, null, victimBytes);
@@ -76,7 +50,7 @@ class CorruptDemotionRaceTest {
                 engine.put(TestBlocks.key("ns", id), null, TestBlocks.bytes(arena, id, BLOCK));
             }
             // the demoter claims its first victim, then stops while it looks for the next one
-            CatalogEntry next = catalogOf(engine).get(TestBlocks.key("ns", 2));
+            CatalogEntry next = RaceFixtures.catalogOf(engine).get(TestBlocks.key("ns", 2));
             CountDownLatch nextHeld = new CountDownLatch(1);
             CountDownLatch releaseNext = new CountDownLatch(1);
             Thread holder = Thread.ofPlatform().start(() -> {
@@ -91,7 +65,7 @@ class CorruptDemotionRaceTest {
             });
             assertThat(nextHeld.await(10, TimeUnit.SECONDS)).isTrue();
             Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
-            awaitBlocked(demoter);
+            RaceFixtures.awaitStopped(demoter, Set.of(Thread.State.BLOCKED));
 
             // a client reads the victim; while it sends the bytes, a late write lands on the slot
             CountDownLatch reading = new CountDownLatch(1);
@@ -168,15 +142,9 @@ class CorruptDemotionRaceTest {
                 }
             }
         };
-        List<BlockTier> tiers =
-                List.of(hbm, dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        List<BlockTier> tiers = List.of(hbm, dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        tiers,
-                        Map.of(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
-                        Duration.ofMinutes(2),
-                        events,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
             engine.setWriteThrough("ns", true); // the block is in HBM and on NVMe
             MemorySegment victimBytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(victim, null, victimBytes);
@@ -230,15 +198,9 @@ class CorruptDemotionRaceTest {
                 }
             }
         };
-        List<BlockTier> tiers =
-                List.of(dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        tiers,
-                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
-                        Duration.ofMinutes(2),
-                        events,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
             MemorySegment victimBytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(victim, null, victimBytes); // its only copy, in DRAM
             CompletableFuture<Void> read = new CompletableFuture<>();

@@ -4,16 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
-import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -39,12 +35,7 @@ class SlowReaderDeleteTest {
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         List<BlockTier> tiers = List.of(dram);
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        tiers,
-                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
-                        Duration.ofMinutes(2),
-                        EngineEvents.NONE,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, EngineEvents.NONE)) {
             BlockKey key = TestBlocks.key("ns", 1);
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(key, null, bytes);

@@ -5,21 +5,14 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
-import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
-import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
-import io.kvstore.tier.nvme.NvmeTier;
-import io.kvstore.tier.nvme.NvmeTierConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -38,12 +31,6 @@ class WriteThroughDemotionRaceTest {
 
     @TempDir
     Path dir;
-
-    private static Catalog catalogOf(TierEngine engine) throws Exception {
-        var field = TierEngine.class.getDeclaredField("catalog");
-        field.setAccessible(true);
-        return (Catalog) field.get(engine);
-    }
 
     @Test
     void aCopyWrittenThroughWhileTheBlockIsDemotedIsAnnouncedOnce() throws Exception {
@@ -65,19 +52,13 @@ class WriteThroughDemotionRaceTest {
                 }
             }
         };
-        List<BlockTier> tiers =
-                List.of(dram, new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2)));
+        List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        tiers,
-                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
-                        Duration.ofMinutes(2),
-                        events,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(key, null, bytes); // write-back: in DRAM only
             engine.setWriteThrough("ns", true);
-            CatalogEntry entry = catalogOf(engine).get(key);
+            CatalogEntry entry = RaceFixtures.catalogOf(engine).get(key);
             CompletableFuture<TierId> put = new CompletableFuture<>();
             // the demoter has written the NVMe copy and not recorded it yet: a client stores the block again,
             // which copies it through to NVMe (the block is not recorded there)

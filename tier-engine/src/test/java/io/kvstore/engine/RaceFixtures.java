@@ -1,0 +1,60 @@
+package io.kvstore.engine;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.kvstore.catalog.Catalog;
+import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.nvme.NvmeTier;
+import io.kvstore.tier.nvme.NvmeTierConfig;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What the race tests share to force an interleaving: an engine whose fastest tier demotes at once, a small
+ * NVMe tier, the engine's catalog (whose entries a test holds to stop a thread at a known point), and a wait
+ * until a thread is stopped there.
+ */
+final class RaceFixtures {
+
+    private RaceFixtures() {}
+
+    /**
+     * An engine over {@code tiers} whose first (fastest) tier is LRU with watermarks 1.0 / 0.1, so it demotes
+     * down to a tenth once full; 2-minute leases, the system clock.
+     */
+    static TierEngine demotingEngine(List<BlockTier> tiers, EngineEvents events) {
+        return new TierEngine(
+                tiers,
+                Map.of(tiers.getFirst().id(), new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
+                Duration.ofMinutes(2),
+                events,
+                Clock.systemUTC());
+    }
+
+    /** A 16 MiB NVMe tier in {@code dir} (4 MiB files, 1 MiB slabs, 2 I/O threads). */
+    static NvmeTier nvme(Path dir) throws IOException {
+        return new NvmeTier(new NvmeTierConfig(List.of(dir), 16 << 20, 4 << 20, 1 << 20, 2));
+    }
+
+    static Catalog catalogOf(TierEngine engine) throws Exception {
+        var field = TierEngine.class.getDeclaredField("catalog");
+        field.setAccessible(true);
+        return (Catalog) field.get(engine);
+    }
+
+    /** Waits (10 s at most) until {@code t} is in one of {@code states}: stopped where the test holds it. */
+    static void awaitStopped(Thread t, Set<Thread.State> states) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!states.contains(t.getState())) {
+            assertThat(System.nanoTime()).as("thread never blocked").isLessThan(deadline);
+            Thread.sleep(1);
+        }
+    }
+}
