@@ -546,25 +546,68 @@ def test_the_http_paths_fetch_raises_for_a_block_that_failed_its_check_as_the_lo
         HttpDataPath(client).fetch(ns, hashes, out=out)
 
 
-def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, local, ns):
-    """Client A's reservation expires while it stalls; its slot goes to client B's block Y. A's late copy of
-    block X lands after B's copy and before B's commit: the commit carries the CRC32C of B's own bytes, so Y
-    is refused instead of being served with X's bytes under a checksum that matches them."""
+def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, ns):
+    """Over HTTP control calls (no fences): client A's reservation expires while it stalls; its slot goes to
+    client B's block Y. A's late copy of block X lands after B's copy and before B's commit: the commit carries
+    the CRC32C of B's own bytes, so Y is refused instead of being served with X's bytes under a checksum that
+    matches them."""
+    local = LocalDataPath(client, control="http")
+    try:
+        client.declare_namespace(ns, SMALL, hash_seed="0")
+        x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=44)
+        y_hashes, y_data, y_blocks = prompt(1, SMALL.block_bytes, seed=45)
+        a = local._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # client A: 1 s to commit
+        assert a.get("checksums", True)
+        a_off = a["slots"][0]["offset"]
+        time.sleep(3)  # A stalls: its reservation expires and its slot returns to the pool
+        real_commit, real_reserve = local._ctl.commit, local._ctl.reserve
+        offsets = []
+
+        def reserve(*args, **kwargs):
+            r = real_reserve(*args, **kwargs)
+            offsets.extend(s["offset"] for s in r["slots"])
+            return r
+
+        def late_write_then_commit(*args, **kwargs):  # B has copied Y in; A's copy lands now
+            local.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]
+            return real_commit(*args, **kwargs)
+
+        local._ctl.commit, local._ctl.reserve = late_write_then_commit, reserve
+        try:
+            result = local.store(ns, y_blocks)
+        finally:
+            local._ctl.commit, local._ctl.reserve = real_commit, real_reserve
+        assert offsets == [a_off], "the freed slot was handed out again (the allocator reuses it first)"
+        assert [h for h, _ in result.failed] == [y_hashes[0]]
+        out = [np.zeros(SMALL.block_bytes, dtype=np.uint8)]
+        assert local.load(ns, y_hashes, out) == 0
+    finally:
+        local.close()
+
+
+def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc32cs(client, local, ns):
+    """A reservation made over HTTP has no fence: once it expires its slot goes back to the pool while its
+    writer may still copy there. A socket client given that slot is told to send its CRC32Cs, so a late copy
+    landing before its commit fails the block instead of being served."""
     client.declare_namespace(ns, SMALL, hash_seed="0")
-    x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=44)
-    y_hashes, y_data, y_blocks = prompt(1, SMALL.block_bytes, seed=45)
-    a = local._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # client A: 1 s to commit
-    a_off = a["slots"][0]["offset"]
-    time.sleep(3)  # A stalls: its reservation expires and its slot returns to the pool
+    http = LocalDataPath(client, control="http")
+    try:
+        x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=49)
+        a = http._ctl.reserve(ns, [(x_hashes[0], None)], 1)
+        a_off = a["slots"][0]["offset"]
+        time.sleep(3)  # expired, unfenced: the slot is free again
+    finally:
+        http.close()
+    y_hashes, _, y_blocks = prompt(1, SMALL.block_bytes, seed=50)
     real_commit, real_reserve = local._ctl.commit, local._ctl.reserve
-    offsets = []
+    seen = []
 
     def reserve(*args, **kwargs):
         r = real_reserve(*args, **kwargs)
-        offsets.extend(s["offset"] for s in r["slots"])
+        seen.append(r)
         return r
 
-    def late_write_then_commit(*args, **kwargs):  # B has copied Y in; A's copy lands now
+    def late_write_then_commit(*args, **kwargs):
         local.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]
         return real_commit(*args, **kwargs)
 
@@ -573,7 +616,61 @@ def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve
         result = local.store(ns, y_blocks)
     finally:
         local._ctl.commit, local._ctl.reserve = real_commit, real_reserve
-    assert offsets == [a_off], "the freed slot was handed out again (the allocator reuses it first)"
+    assert [s["offset"] for s in seen[0]["slots"]] == [a_off] and seen[0]["checksums"]
     assert [h for h, _ in result.failed] == [y_hashes[0]]
-    out = [np.zeros(SMALL.block_bytes, dtype=np.uint8)]
-    assert local.load(ns, y_hashes, out) == 0
+    assert local.load(ns, y_hashes, [np.zeros(SMALL.block_bytes, dtype=np.uint8)]) == 0
+
+
+def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_them_or_goes(client, ns):
+    """Over the control socket kvstore fences an expired reservation's slots while its client is connected, so
+    that client's late copy lands only in its own slots and other stores (which then send no CRC32Cs) get
+    other slots; the slots are free again once the client cancels the reservation, or closes its connections."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    stalled, other = LocalDataPath(client), LocalDataPath(client)
+    try:
+        x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=46)
+        a = stalled._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # 1 s to commit
+        assert stalled._ctl._named  # its connections name the client: fenced
+        a_off = a["slots"][0]["offset"]
+        time.sleep(3)  # expired, but its client is connected: fenced
+        got = []
+        real_reserve = other._ctl.reserve
+
+        def reserve(*args, **kwargs):
+            r = real_reserve(*args, **kwargs)
+            got.extend(s["offset"] for s in r["slots"])
+            stalled.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]  # the stalled client's late copy
+            return r
+
+        y_hashes, y_data, y_blocks = prompt(1, SMALL.block_bytes, seed=47)
+        other._ctl.reserve = reserve
+        try:
+            result = other.store(ns, y_blocks)
+        finally:
+            other._ctl.reserve = real_reserve
+        assert got and a_off not in got, "an expired slot was handed out while its writer's client was connected"
+        assert result.committed == [y_hashes[0]] and not result.failed
+        out = [np.zeros(SMALL.block_bytes, dtype=np.uint8)]
+        assert other.load(ns, y_hashes, out) == 1 and bytes(out[0]) == bytes(y_data[0])
+
+        stalled._cancel(a["reservationId"])  # the stalled client wakes, stops copying and names it: 404, freed
+        z_hashes, _, z_blocks = prompt(1, SMALL.block_bytes, seed=48)
+        z = other._ctl.reserve(ns, [(z_hashes[0], None)], None)
+        assert [s["offset"] for s in z["slots"]] == [a_off], "the named slot is free again (reused first)"
+        other._cancel(z["reservationId"])
+
+        b = stalled._ctl.reserve(ns, [(x_hashes[0], None)], 1)
+        b_off = b["slots"][0]["offset"]
+        time.sleep(3)
+        stalled.close()  # every connection of the stalled client closes: the next sweep frees its slots
+        deadline = time.monotonic() + 10
+        while True:
+            w = other._ctl.reserve(ns, [(z_hashes[0], None)], None)
+            other._cancel(w["reservationId"])
+            if [s["offset"] for s in w["slots"]] == [b_off] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [s["offset"] for s in w["slots"]] == [b_off]
+    finally:
+        stalled.close()
+        other.close()

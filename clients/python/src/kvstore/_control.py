@@ -6,10 +6,18 @@ exceptions with the problem fields. The socket (``controlSocket`` in ``GET /v1/l
 socket whose file only the service's user or group may open; it takes compact binary frames instead of HTTP
 and JSON (docs/local-data-path.md has the layout), which spares kvstore Tomcat's and Spring MVC's work per
 call. One connection per thread, authenticated once by its first frame with the client's bearer token.
+
+Every connection of one :class:`SocketControl` names the same random client id in its first frame, and one
+more connection (the anchor) stays open, idle, for the client's life. kvstore then fences the slots of this
+client's reservations: while any of its connections is open, no slot it reserved is given to anyone else,
+even after the reservation expired. So this client never needs to send CRC32Cs with its commits (a late
+copy of its own can only land in its own slots); the stores save one pass over the bytes.
 """
 
 from __future__ import annotations
 
+import os
+import select
 import socket
 import struct
 import threading
@@ -107,6 +115,15 @@ class _Reader:
         return [self.hash() for _ in range(self.u32())]
 
 
+def _open_still(sock: socket.socket) -> bool:
+    """Whether kvstore still holds this idle connection open (it never writes on it unasked)."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)  # a timed socket's recv would wait its timeout
+        return not readable or sock.recv(1, socket.MSG_PEEK) != b""
+    except OSError:
+        return False
+
+
 def _recv_exactly(sock: socket.socket, n: int) -> bytes:
     buf = bytearray(n)
     view = memoryview(buf)
@@ -138,28 +155,73 @@ class SocketControl:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._socks: List[socket.socket] = []
+        self.client_id = os.urandom(16).hex()
+        # False once kvstore refused the client id (a release before fenced reservations): no fences then
+        self._named = True
+        self._anchor: Optional[socket.socket] = None
+        self._anchor_path: Optional[str] = None
 
     def close(self) -> None:
+        """Closes every connection, the anchor last: call it once no store of this client is copying."""
         with self._lock:
             socks, self._socks = self._socks, []
+            if self._anchor is not None:
+                socks.append(self._anchor)
+            self._anchor = None
         for s in socks:
             try:
                 s.close()
             except OSError:
                 pass
 
-    def _connect(self) -> socket.socket:
+    def _open(self) -> Tuple[socket.socket, bool]:
+        """A new authenticated connection, and whether kvstore fences its reservations."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(self.timeout)  # a hung service fails the call (KvStoreUnavailable), as over HTTP
         try:
             s.connect(self.path)
-            self._exchange(s, _HELLO, _str(self.token), "")
+            if not self._named:
+                self._exchange(s, _HELLO, _str(self.token), "")
+                return s, False
+            try:
+                r = self._exchange(s, _HELLO, _str(self.token) + _str(self.client_id), "")
+            except KvStoreError as e:
+                if getattr(e, "title", None) != "Malformed frame":
+                    raise
+                self._named = False  # an older kvstore: it takes the token alone, and fences nothing
+                s.close()
+                return self._open()
+            r.str()  # regionId
+            return s, r.at < len(r.data) and r.data[r.at] == 1
         except BaseException:
             s.close()
             raise
+
+    def _connect(self) -> socket.socket:
+        s, fenced = self._open()
+        if fenced:
+            try:
+                self._hold_anchor()
+            except BaseException:
+                s.close()
+                raise
+        self._local.fenced = fenced
         with self._lock:
             self._socks.append(s)
         return s
+
+    def _hold_anchor(self) -> None:
+        """Makes sure the idle connection that keeps this client's fences up is open at the current path (a
+        new connection is what finds a restarted kvstore, so the anchor is checked there)."""
+        with self._lock:
+            anchor, path = self._anchor, self._anchor_path
+        if anchor is not None and path == self.path and _open_still(anchor):
+            return
+        fresh, _ = self._open()
+        with self._lock:
+            old, self._anchor, self._anchor_path = self._anchor, fresh, self.path
+        if old is not None:
+            old.close()
 
     def _drop(self) -> None:
         s = getattr(self._local, "sock", None)
@@ -218,13 +280,24 @@ class SocketControl:
             parts.append(_hash(h))
             parts.append(_hash(p))
         r = self._call(_RESERVE, b"".join(parts), ns)
+        fenced = bool(getattr(self._local, "fenced", False))  # of the connection that made the reservation
         region, rid = r.str(), r.str()
         r.i64()  # expiresAt (ms)
         slots = []
         for _ in range(r.u32()):
             h = r.hash()
             slots.append({"hash": h, "offset": r.i64(), "length": r.u32()})
-        return {"regionId": region, "reservationId": rid, "slots": slots, "alreadyStored": r.hashes()}
+        already = r.hashes()
+        # on a fenced connection kvstore adds whether this reservation still needs the writer's CRC32Cs (a slot
+        # of it lies where an unfenced reservation expired, whose writer may still copy there)
+        checksums = r.data[r.at] != 0 if fenced and r.at < len(r.data) else True
+        return {
+            "regionId": region,
+            "reservationId": rid,
+            "slots": slots,
+            "alreadyStored": already,
+            "checksums": checksums,  # False: kvstore fences every slot of it from late writers
+        }
 
     def commit(self, ns: str, reservation_id: str, crc32c: Optional[dict] = None) -> dict:
         sums = list((crc32c or {}).items())

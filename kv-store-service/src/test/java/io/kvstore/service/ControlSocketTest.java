@@ -179,6 +179,23 @@ class ControlSocketTest {
     }
 
     @Test
+    void aHelloNamingItsClientIsToldItsReservationsAreFencedAndAHelloWithoutIsAnsweredAsBefore() throws Exception {
+        try (Connection named = new Connection(socket());
+                Connection plain = new Connection(socket())) {
+            Reader ok = named.call(new Writer(ControlFrames.HELLO).str(ALPHA).str("client-7f3a"));
+            assertThat(ok.kind()).isEqualTo(ControlFrames.OK);
+            assertThat(ok.str()).isNotEmpty(); // the region id
+            assertThat(ok.kind()).as("fenced").isEqualTo((byte) 1);
+            ok.end();
+
+            Reader old = plain.call(new Writer(ControlFrames.HELLO).str(ALPHA));
+            assertThat(old.kind()).isEqualTo(ControlFrames.OK);
+            assertThat(old.str()).isNotEmpty();
+            old.end(); // nothing an older client would not expect
+        }
+    }
+
+    @Test
     void aConnectionWithoutValidCredentialsGetsAnErrorFrameAndIsClosed() throws Exception {
         try (Connection c = new Connection(socket())) {
             Problem p = problem(c.call(new Writer(ControlFrames.HELLO).str("")));

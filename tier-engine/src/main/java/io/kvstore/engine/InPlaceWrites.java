@@ -20,6 +20,8 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentSkipListMap;
+import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
@@ -41,6 +43,18 @@ final class InPlaceWrites {
     private final Clock clock;
     private final Duration defaultTimeout;
     private final Map<String, Reservation> reservations = new ConcurrentHashMap<>();
+    /** For reservations made with one: whether their writer may still be writing (see {@link #expire}). */
+    private final Map<String, BooleanSupplier> writers = new ConcurrentHashMap<>();
+    /** Reservations past their time whose writer may still write: their slots stay out of use until it cannot. */
+    private final Map<String, Reservation> fenced = new ConcurrentHashMap<>();
+    /**
+     * Per memory tier, the byte ranges (start to end) of slots whose unfenced reservation expired: their writer
+     * may still land bytes there at any time, so a fenced writer given a slot that overlaps one must still send
+     * its CRC32Cs. Kept for the service's life (rare: only expiries of unfenced reservations add to it).
+     */
+    private final Map<TierId, ConcurrentSkipListMap<Long, Long>> unfencedExpiries = new ConcurrentHashMap<>();
+    /** The longest of those ranges: how far before a slot a range that overlaps it can start. */
+    private volatile long longestUnfencedExpiry;
 
     InPlaceWrites(
             TierStack stack, Catalog catalog, Residency residency, Mover mover, Clock clock, Duration defaultTimeout) {
@@ -52,8 +66,10 @@ final class InPlaceWrites {
         this.defaultTimeout = defaultTimeout;
     }
 
-    /** See {@link TierEngine#reserve}. */
-    Reservation reserve(List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout) throws IOException {
+    /** See {@link TierEngine#reserve(List, TierId, Duration, BooleanSupplier)}. */
+    Reservation reserve(
+            List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, @Nullable BooleanSupplier writer)
+            throws IOException {
         MemoryTier memory = stack.memory(target);
         Set<BlockKey> seen = new HashSet<>();
         for (InPlaceBlock b : blocks) {
@@ -85,7 +101,11 @@ final class InPlaceWrites {
                 target,
                 slots,
                 resident,
-                clock.instant().plus(timeout == null ? defaultTimeout : timeout));
+                clock.instant().plus(timeout == null ? defaultTimeout : timeout),
+                writer == null || slots.stream().anyMatch(slot -> leftByUnfencedExpiry(target, slot)));
+        if (writer != null) {
+            writers.put(r.id(), writer);
+        }
         reservations.put(r.id(), r);
         return r;
     }
@@ -105,8 +125,10 @@ final class InPlaceWrites {
     CommitReport commit(String reservationId, Map<BlockKey, Integer> expectedCrc32c) {
         Reservation r = reservations.remove(reservationId);
         if (r == null) {
+            releaseFenced(reservationId); // its writer is done with the slots: it commits after its copies
             throw new UnknownReservationException(reservationId);
         }
+        writers.remove(reservationId);
         MemoryTier memory = stack.memory(r.tier());
         List<BlockKey> committed = new ArrayList<>();
         List<BlockKey> already = new ArrayList<>(r.alreadyStored());
@@ -221,10 +243,48 @@ final class InPlaceWrites {
     boolean cancel(String reservationId) {
         Reservation r = reservations.remove(reservationId);
         if (r == null) {
+            releaseFenced(reservationId); // past its time already; its writer has stopped writing
             return false;
         }
+        writers.remove(reservationId);
         releaseSlots(stack.memory(r.tier()), r.slots());
         return true;
+    }
+
+    private boolean leftByUnfencedExpiry(TierId tier, Reservation.Slot slot) {
+        ConcurrentSkipListMap<Long, Long> ranges = unfencedExpiries.get(tier);
+        if (ranges == null) {
+            return false;
+        }
+        long end = slot.offset() + slot.block().length();
+        // any range that starts before this slot's end and ends after its start
+        for (Map.Entry<Long, Long> e : ranges.headMap(end).descendingMap().entrySet()) {
+            if (e.getValue() > slot.offset()) {
+                return true;
+            }
+            if (e.getKey() + longestUnfencedExpiry <= slot.offset()) {
+                return false; // no range starting this early reaches the slot
+            }
+        }
+        return false;
+    }
+
+    private void releaseFenced(String reservationId) {
+        Reservation r = fenced.remove(reservationId);
+        if (r != null) {
+            writers.remove(reservationId);
+            releaseSlots(stack.memory(r.tier()), r.slots());
+        }
+    }
+
+    /** Whether the reservation still holds its slots: open, or past its time and fenced. */
+    boolean holds(String reservationId) {
+        return reservations.containsKey(reservationId) || fenced.containsKey(reservationId);
+    }
+
+    /** Reservations past their time whose slots stay fenced off from a writer that may still write. */
+    int fencedCount() {
+        return fenced.size();
     }
 
     private static void releaseSlots(MemoryTier memory, List<Reservation.Slot> slots) {
@@ -237,12 +297,46 @@ final class InPlaceWrites {
         return reservations.size();
     }
 
-    /** Cancels every reservation whose time ran out before {@code now}; returns how many. */
+    /**
+     * Ends every reservation whose time ran out before {@code now}; returns how many. Its slots return to the
+     * pool, except where its writer may still be writing ({@link TierEngine#reserve(List, TierId, Duration,
+     * BooleanSupplier)}): those stay fenced, out of every other reservation's reach, until the writer says so
+     * or can no longer write. A writer that stalled past the expiry can then only write into slots no block
+     * will ever be made of.
+     */
     int expire(Instant now) {
         int lapsed = 0;
         for (Reservation r : reservations.values()) {
-            if (r.expiresAt().isBefore(now) && cancel(r.id())) {
-                lapsed++;
+            if (!r.expiresAt().isBefore(now)) {
+                continue;
+            }
+            BooleanSupplier writer = writers.get(r.id());
+            if (writer != null && writer.getAsBoolean()) {
+                fenced.put(r.id(), r); // first: the reservation is never in neither map
+                if (reservations.remove(r.id(), r)) {
+                    lapsed++;
+                } else {
+                    fenced.remove(r.id(), r); // committed or cancelled meanwhile
+                }
+            } else {
+                if (writer == null) {
+                    // its writer may still land bytes there at any time: remembered before the slots go back
+                    var ranges = unfencedExpiries.computeIfAbsent(r.tier(), t -> new ConcurrentSkipListMap<>());
+                    for (Reservation.Slot slot : r.slots()) {
+                        longestUnfencedExpiry =
+                                Math.max(longestUnfencedExpiry, slot.block().length());
+                        ranges.merge(slot.offset(), slot.offset() + slot.block().length(), Math::max);
+                    }
+                }
+                if (cancel(r.id())) {
+                    lapsed++;
+                }
+            }
+        }
+        for (Reservation r : fenced.values()) {
+            BooleanSupplier writer = writers.get(r.id());
+            if (writer == null || !writer.getAsBoolean()) {
+                releaseFenced(r.id());
             }
         }
         return lapsed;

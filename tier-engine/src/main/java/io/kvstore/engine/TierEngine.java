@@ -28,6 +28,7 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -410,14 +411,37 @@ public final class TierEngine implements AutoCloseable {
      * slots not committed by the reservation's expiry return to the pool. A peer that writes after its
      * reservation expired can damage a slot given to another block since: bytes landing after that block's
      * commit fail its checksum on the next read (dropped, never served); bytes landing between its writer's
-     * copy and its commit are caught only when that writer commits with the CRC32Cs of its own bytes, which
-     * every writer kvstore ships does.
+     * copy and its commit are caught only when that writer commits with the CRC32Cs of its own bytes (which
+     * every writer kvstore ships sends unless its reservation is fenced, see the overload below).
      *
      * @throws TierFullException when the tier cannot make room for every block (nothing stays reserved)
      */
     public Reservation reserve(List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout)
             throws IOException {
-        return inPlace.reserve(blocks, target, timeout);
+        return inPlace.reserve(blocks, target, timeout, null);
+    }
+
+    /**
+     * As {@link #reserve(List, TierId, Duration)}, for a writer that can tell whether it may still be writing:
+     * while {@code writerMayWrite} holds, the reservation's slots are not given to anyone else, even after its
+     * expiry (a commit or cancel naming it, which a writer sends once its copies are done, frees them at
+     * once). Such a writer is safe from a late writer without sending CRC32Cs: no slot it gets was left by a
+     * writer still at work. The same-host control socket passes "a connection of the writer's client is open".
+     */
+    public Reservation reserve(
+            List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, BooleanSupplier writerMayWrite)
+            throws IOException {
+        return inPlace.reserve(blocks, target, timeout, writerMayWrite);
+    }
+
+    /** Whether the reservation still holds its slots (open, or expired but fenced for a writer still at work). */
+    public boolean holdsReservation(String reservationId) {
+        return inPlace.holds(reservationId);
+    }
+
+    /** Expired reservations whose slots stay fenced because their writer may still write. */
+    public int fencedReservations() {
+        return inPlace.fencedCount();
     }
 
     /**
@@ -450,7 +474,14 @@ public final class TierEngine implements AutoCloseable {
             }
             int lapsed = inPlace.expire(now);
             if (lapsed > 0) {
-                log.info("{} reservation(s) expired uncommitted; their slots are free again", lapsed);
+                int fenced = inPlace.fencedCount();
+                log.info(
+                        "{} reservation(s) expired uncommitted; their slots are free again{}",
+                        lapsed,
+                        fenced == 0
+                                ? ""
+                                : ", except those of " + fenced
+                                        + " fenced off while their writer's client is still connected");
             }
         } catch (RuntimeException e) {
             log.error("lease and reservation sweep failed", e);

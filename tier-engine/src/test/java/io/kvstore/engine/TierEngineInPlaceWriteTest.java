@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -194,6 +195,83 @@ class TierEngineInPlaceWriteTest {
         assertThatThrownBy(() -> engine.commit(r.id(), Map.of()))
                 .isInstanceOf(UnknownReservationException.class)
                 .hasMessageContaining("expired");
+    }
+
+    @Test
+    void anExpiredReservationWhoseWriterMayStillWriteKeepsItsSlotsFromEveryoneElseUntilItCannot() throws Exception {
+        engine(2, Duration.ofMillis(50));
+        AtomicBoolean connected = new AtomicBoolean(true);
+        Reservation stalled = engine.reserve(chain(0, 2), TierId.DRAM, Duration.ofMillis(50), connected::get);
+        awaitNoActiveReservations();
+
+        // past its time: the commit is refused as before, but the slots are not anyone else's yet
+        assertThat(engine.fencedReservations()).isEqualTo(1);
+        assertThat(engine.holdsReservation(stalled.id())).isTrue();
+        assertThat(dram.usedBytes()).isEqualTo(2L * BLOCK);
+        assertThatThrownBy(() -> engine.reserve(chain(10, 1), TierId.DRAM, null))
+                .isInstanceOf(TierFullException.class);
+
+        // the writer's client goes away: the next sweep frees the slots
+        connected.set(false);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.fencedReservations() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.fencedReservations()).isZero();
+        assertThat(engine.holdsReservation(stalled.id())).isFalse();
+        assertThat(dram.usedBytes()).isZero();
+        assertThat(engine.reserve(chain(10, 2), TierId.DRAM, null).slots()).hasSize(2);
+    }
+
+    @Test
+    void aWriterThatNamesItsExpiredReservationAfterItsCopiesFreesTheFencedSlotsAtOnce() throws Exception {
+        engine(2, Duration.ofMillis(50));
+        Reservation late = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), () -> true);
+        Reservation cancelled = engine.reserve(chain(5, 1), TierId.DRAM, Duration.ofMillis(50), () -> true);
+        awaitNoActiveReservations();
+        assertThat(engine.fencedReservations()).isEqualTo(2);
+        Map<BlockKey, Integer> crcs = writeSlots(late);
+
+        assertThatThrownBy(() -> engine.commit(late.id(), crcs)).isInstanceOf(UnknownReservationException.class);
+        assertThat(engine.cancel(cancelled.id())).isFalse();
+
+        assertThat(engine.fencedReservations()).isZero();
+        assertThat(dram.usedBytes()).isZero();
+        assertThat(engine.lookup("ns", hashes(1)).matchedBlocks()).isZero();
+    }
+
+    @Test
+    void aFencedWriterGivenASlotWhereAnUnfencedReservationExpiredIsToldToSendItsChecksums() throws Exception {
+        engine(4, Duration.ofMillis(50));
+        Reservation unfenced = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50));
+        assertThat(unfenced.writerChecksums()).as("no fence: always").isTrue();
+        long left = unfenced.slots().get(0).offset();
+        Reservation clean = engine.reserve(chain(5, 1), TierId.DRAM, null, () -> true);
+        assertThat(clean.writerChecksums()).isFalse();
+        awaitExpired(unfenced);
+
+        Reservation fenced = engine.reserve(chain(10, 3), TierId.DRAM, null, () -> true);
+
+        assertThat(fenced.slots()).extracting(Reservation.Slot::offset).contains(left);
+        assertThat(fenced.writerChecksums())
+                .as("its writer may still land bytes in that slot at any time")
+                .isTrue();
+    }
+
+    private void awaitExpired(Reservation r) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.holdsReservation(r.id()) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.holdsReservation(r.id())).isFalse();
+    }
+
+    private void awaitNoActiveReservations() throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.activeReservations() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.activeReservations()).isZero();
     }
 
     @Test

@@ -27,6 +27,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Service;
 
@@ -81,6 +82,23 @@ public class OneSidedService {
      */
     public Reserved reserve(Caller caller, String ns, ReserveRequest request, TierId tier, Runnable requireAvailable)
             throws IOException {
+        return reserve(caller, ns, request, tier, requireAvailable, null);
+    }
+
+    /**
+     * As {@link #reserve(Caller, String, ReserveRequest, TierId, Runnable)}, for a writer that can tell whether
+     * it may still be writing: the slots then outlive the reservation's expiry while {@code writerMayWrite}
+     * holds (see {@link TierEngine#reserve(List, TierId, Duration, BooleanSupplier)}), and
+     * count against the tenant's reserved bytes until they go.
+     */
+    public Reserved reserve(
+            Caller caller,
+            String ns,
+            ReserveRequest request,
+            TierId tier,
+            Runnable requireAvailable,
+            @Nullable BooleanSupplier writerMayWrite)
+            throws IOException {
         guard.requireWrite(caller, ns);
         guard.requireOneSided(caller);
         NamespaceSpec spec = namespaces.require(ns);
@@ -116,7 +134,9 @@ public class OneSidedService {
                 pending -> usage.require(ns, tier, asked, pending));
         Reservation r;
         try {
-            r = engine.reserve(wanted, tier, timeout);
+            r = writerMayWrite == null
+                    ? engine.reserve(wanted, tier, timeout)
+                    : engine.reserve(wanted, tier, timeout, writerMayWrite);
         } catch (IllegalArgumentException e) {
             ledger.done(admitted);
             throw new InvalidRequestException("blocks", e.getMessage());
@@ -124,7 +144,13 @@ public class OneSidedService {
             ledger.done(admitted);
             throw e;
         }
-        ledger.confirm(admitted, r.id(), (long) r.slots().size() * spec.blockBytes(), r.expiresAt());
+        String id = r.id();
+        ledger.confirm(
+                admitted,
+                id,
+                (long) r.slots().size() * spec.blockBytes(),
+                r.expiresAt(),
+                writerMayWrite == null ? null : () -> engine.holdsReservation(id));
         return new Reserved(spec, r);
     }
 

@@ -15,9 +15,16 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ControlFrames {
 
-    /** First frame of a connection: {@code str token} (empty: none) -> {@code str regionId}. */
+    /**
+     * First frame of a connection: {@code str token} (empty: none), optionally {@code str clientId} (the same on
+     * all of one client's connections) -> {@code str regionId}, and {@code u8 1} when a client id was given:
+     * that client's reservations are fenced (their slots are no one else's while it is connected).
+     */
     public static final byte HELLO = 1;
-    /** {@code str ns, i64 timeoutSeconds (-1: default), u32 n, n x (hash, parent hash: empty for none)}. */
+    /**
+     * {@code str ns, i64 timeoutSeconds (-1: default), u32 n, n x (hash, parent hash: empty for none)}; the answer
+     * ends, on a connection whose HELLO named its client, with {@code u8 writerChecksums}.
+     */
     public static final byte RESERVE = 2;
     /** {@code str ns, str reservationId, u32 n, n x (hash, u32 crc32c)}. */
     public static final byte COMMIT = 3;
@@ -99,6 +106,11 @@ public final class ControlFrames {
             return HEX.formatHex(b);
         }
 
+        /** Whether fields follow (an optional field at a frame's end). */
+        public boolean hasRemaining() {
+            return in.hasRemaining();
+        }
+
         public void end() {
             if (in.hasRemaining()) {
                 throw new MalformedFrameException(in.remaining() + " bytes left over after the frame's fields");
@@ -134,6 +146,11 @@ public final class ControlFrames {
 
         public Writer u16(int v) {
             room(2).putShort((short) v);
+            return this;
+        }
+
+        public Writer u8(int v) {
+            room(1).put((byte) v);
             return this;
         }
 

@@ -24,6 +24,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -52,6 +53,14 @@ final class ControlSession implements Runnable {
     private final IntervalLog malformedLines;
     /** Set once the HELLO frame is accepted; read by the server's credentials deadline. */
     private volatile @Nullable Caller caller;
+    /** The connected clients, by the id each names in its HELLO. */
+    private final WriterConnections writers;
+    /** The client id this connection's HELLO named (with its tenant), or null for a client that named none. */
+    private @Nullable String clientId;
+
+    private @Nullable String clientTenant;
+    /** While it holds, this connection's client may still write: its reservations' slots stay fenced. */
+    private @Nullable BooleanSupplier clientConnected;
     /** {@link TokenStore#revocations()} when the caller's token was last known valid. */
     private int revocationsSeen;
 
@@ -62,8 +71,10 @@ final class ControlSession implements Runnable {
             ProblemAdvice problems,
             Validator validator,
             long maxFrame,
-            IntervalLog malformedLines) {
+            IntervalLog malformedLines,
+            WriterConnections writers) {
         this.channel = channel;
+        this.writers = writers;
         this.service = service;
         this.tokens = tokens;
         this.problems = problems;
@@ -124,6 +135,10 @@ final class ControlSession implements Runnable {
             }
         } catch (IOException e) {
             log.debug("local control connection ended: {}", e.toString());
+        } finally {
+            if (clientId != null && clientTenant != null) {
+                writers.closed(clientTenant, clientId);
+            }
         }
     }
 
@@ -145,14 +160,22 @@ final class ControlSession implements Runnable {
                         "the first frame of a control connection must be HELLO with the caller's bearer token");
             }
             String token = in.str();
+            // since the fenced reservations: the client's id, the same on all its connections (older clients
+            // end the frame after the token)
+            String id = in.hasRemaining() ? in.str() : "";
             in.end();
             revocationsSeen = tokens.revocations(); // before: a revocation from now on is checked at the next frame
             who = tokens.localCaller(token.isEmpty() ? null : token);
             String regionId = service.describe(who).regionId();
+            Writer hello = new Writer(ControlFrames.OK).str(regionId == null ? "" : regionId);
+            if (!id.isEmpty()) {
+                clientConnected = writers.opened(who.tenant(), id);
+                clientTenant = who.tenant();
+                clientId = id;
+                hello.u8(1); // this connection's reservations are fenced while the client is connected
+            }
             caller = who;
-            return new Writer(ControlFrames.OK)
-                    .str(regionId == null ? "" : regionId)
-                    .finish();
+            return hello.finish();
         }
         if (who == Caller.LOCAL && !tokens.protectedMode()) {
             // said HELLO without a token in protected mode, which a token issued since has ended: refused as a
@@ -200,7 +223,7 @@ final class ControlSession implements Runnable {
         }
         in.end();
         ReserveRequest request = valid(new ReserveRequest(blocks, timeout));
-        LocalPathService.ReserveResponse r = service.reserve(who, ns, request);
+        LocalPathService.ReserveResponse r = service.reserve(who, ns, request, clientConnected);
         Writer out = new Writer(ControlFrames.OK)
                 .str(r.regionId())
                 .str(r.reservationId())
@@ -210,6 +233,9 @@ final class ControlSession implements Runnable {
             out.hash(slot.hash()).i64(slot.offset()).u32(slot.length());
         }
         hashes(out, r.alreadyStored());
+        if (clientConnected != null) {
+            out.u8(r.writerChecksums() ? 1 : 0); // fenced clients only: older ones end the answer above
+        }
         return out.finish();
     }
 

@@ -71,6 +71,8 @@ public class ControlSocketServer implements SmartLifecycle {
     private final IntervalLog refusals = new IntervalLog(Duration.ofMinutes(1));
     /** Lines for connections closed after a malformed frame, shared by every session: one a minute at most. */
     private final IntervalLog malformedFrames = new IntervalLog(Duration.ofMinutes(1));
+    /** The clients connected now, for the fences of their reservations. */
+    private final WriterConnections writers = new WriterConnections();
 
     private volatile @Nullable ServerSocketChannel server;
     private volatile @Nullable Path path;
@@ -177,8 +179,8 @@ public class ControlSocketServer implements SmartLifecycle {
                 continue;
             }
             open.add(channel);
-            ControlSession session =
-                    new ControlSession(channel, service, tokens, problems, validator, maxFrame, malformedFrames);
+            ControlSession session = new ControlSession(
+                    channel, service, tokens, problems, validator, maxFrame, malformedFrames, writers);
             deadlines.schedule(
                     () -> {
                         if (!session.authenticated()) {

@@ -17,6 +17,7 @@ import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Service;
 
@@ -47,8 +48,17 @@ public class LocalPathService {
     /** Where to copy one block: {@code offset} bytes into the tier's file. */
     public record Slot(String hash, long offset, int length) {}
 
+    /**
+     * @param writerChecksums whether the writer must commit with the CRC32C of each block it copied: always over
+     *     HTTP; over the control socket only when a slot lies where an unfenced reservation expired
+     */
     public record ReserveResponse(
-            String regionId, String reservationId, Instant expiresAt, List<Slot> slots, List<String> alreadyStored) {}
+            String regionId,
+            String reservationId,
+            Instant expiresAt,
+            List<Slot> slots,
+            List<String> alreadyStored,
+            boolean writerChecksums) {}
 
     /** @param blockHashes the blocks to hold, in order; the leading ones stored are leased */
     public record LeaseRequest(
@@ -81,7 +91,18 @@ public class LocalPathService {
     }
 
     public ReserveResponse reserve(Caller caller, String ns, ReserveRequest request) throws IOException {
-        Reservation r = oneSided.reserve(caller, ns, request, TIER, local::requireAvailable)
+        return reserve(caller, ns, request, null);
+    }
+
+    /**
+     * As {@link #reserve(Caller, String, ReserveRequest)} for a writer whose client is known to the control
+     * socket: while {@code writerConnected} holds, the slots are fenced off from everyone else even after the
+     * reservation expired, so that client's copies can never land in another block's slot.
+     */
+    public ReserveResponse reserve(
+            Caller caller, String ns, ReserveRequest request, @Nullable BooleanSupplier writerConnected)
+            throws IOException {
+        Reservation r = oneSided.reserve(caller, ns, request, TIER, local::requireAvailable, writerConnected)
                 .reservation();
         List<Slot> slots = new ArrayList<>(r.slots().size());
         for (Reservation.Slot slot : r.slots()) {
@@ -93,7 +114,8 @@ public class LocalPathService {
                 r.id(),
                 r.expiresAt(),
                 slots,
-                r.alreadyStored().stream().map(k -> k.hash().hex()).toList());
+                r.alreadyStored().stream().map(k -> k.hash().hex()).toList(),
+                r.writerChecksums());
     }
 
     public CommitResponse commit(Caller caller, String ns, CommitRequest request) {

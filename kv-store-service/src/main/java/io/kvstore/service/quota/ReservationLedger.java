@@ -7,6 +7,7 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongConsumer;
 import java.util.function.LongFunction;
 import org.jspecify.annotations.Nullable;
@@ -21,8 +22,23 @@ import org.jspecify.annotations.Nullable;
  */
 public final class ReservationLedger {
 
-    /** One reservation as the ledger knows it. */
-    public record Held(String tenant, String namespace, long bytes, Instant expiresAt) {}
+    /**
+     * One reservation as the ledger knows it.
+     *
+     * @param stillHeld for a reservation whose slots may outlive its expiry (fenced for a writer still at work),
+     *     whether they are still held; null: they go at the expiry
+     */
+    public record Held(
+            String tenant,
+            String namespace,
+            long bytes,
+            Instant expiresAt,
+            @Nullable BooleanSupplier stillHeld) {
+
+        boolean over(Instant now) {
+            return expiresAt.isBefore(now) && (stillHeld == null || !stillHeld.getAsBoolean());
+        }
+    }
 
     private final Map<String, Held> held = new ConcurrentHashMap<>();
     private final Map<String, Object> locks = new ConcurrentHashMap<>();
@@ -51,13 +67,16 @@ public final class ReservationLedger {
                 : "kvstore.limits.reserved-fraction-per-tenant of the DRAM tier";
     }
 
-    /** Bytes the tenant holds in live reservations now (expired ones are forgotten on the way). */
+    /**
+     * Bytes the tenant holds in live reservations now, fenced ones included (those over are forgotten on the
+     * way).
+     */
     public long reservedBy(String tenant) {
         Instant now = clock.instant();
         long sum = 0;
         for (var e : held.entrySet()) {
             Held h = e.getValue();
-            if (h.expiresAt().isBefore(now)) {
+            if (h.over(now)) {
                 held.remove(e.getKey(), h);
             } else if (h.tenant().equals(tenant)) {
                 sum += h.bytes();
@@ -85,7 +104,7 @@ public final class ReservationLedger {
                         + " bytes (" + limitName(tenant) + "): commit or cancel first");
             }
             String key = "pending-" + UUID.randomUUID();
-            held.put(key, new Held(tenant, namespace, bytes, expiresAt));
+            held.put(key, new Held(tenant, namespace, bytes, expiresAt, null));
             return key;
         }
     }
@@ -100,12 +119,20 @@ public final class ReservationLedger {
         }
     }
 
-    /** Turns an admitted provisional entry into the engine's reservation. */
-    public void confirm(String provisional, String reservationId, long bytes, Instant expiresAt) {
+    /**
+     * Turns an admitted provisional entry into the engine's reservation; {@code stillHeld}, when given, tells
+     * whether its slots are still held past {@code expiresAt} (a fenced reservation counts until they go).
+     */
+    public void confirm(
+            String provisional,
+            String reservationId,
+            long bytes,
+            Instant expiresAt,
+            @Nullable BooleanSupplier stillHeld) {
         Held h = held.get(provisional);
         if (h != null) {
             // the new entry first: the tenant's sum never dips below what it holds
-            held.put(reservationId, new Held(h.tenant(), h.namespace(), bytes, expiresAt));
+            held.put(reservationId, new Held(h.tenant(), h.namespace(), bytes, expiresAt, stillHeld));
             held.remove(provisional);
         }
     }
