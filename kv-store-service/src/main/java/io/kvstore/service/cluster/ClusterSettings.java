@@ -8,6 +8,7 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.namespace.NamespaceSpec;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -45,6 +46,22 @@ public final class ClusterSettings implements AutoCloseable {
     private final ClusterPins pins;
     private final PrefixMirror mirror;
     private final Map<String, byte[]> applied = new TreeMap<>();
+    /**
+     * Per namespace key applied: etcd's create revision of the declaration, and the spec object this node's
+     * registry held for it then. A later create revision means the namespace was deleted and declared anew; the
+     * same spec object still declared here means this node missed that delete (one told of it directly removed
+     * its declaration, and declared the new one as a new object).
+     */
+    private final Map<String, Long> generations = new TreeMap<>();
+
+    private final Map<String, NamespaceSpec> declaredAs = new TreeMap<>();
+    /** Namespace keys this node could not apply (pinned or leased blocks of the old declaration), logged once. */
+    private final Set<String> refused = new HashSet<>();
+    /** The last settings applied, applied again at each renewal while some namespace is refused. */
+    private Map<String, byte[]> lastEntries;
+
+    private Map<String, Long> lastCreated;
+    private long lastRevision;
 
     public ClusterSettings(
             Client etcd,
@@ -69,6 +86,14 @@ public final class ClusterSettings implements AutoCloseable {
         mirror.resync();
         membership.resyncWithRenewals(mirror);
         membership.onRenewal(pins::renewed);
+        membership.onRenewal(this::retryRefused);
+    }
+
+    /** Applies the last settings again while some namespace could not be applied (its blocks were held). */
+    private synchronized void retryRefused() {
+        if (!refused.isEmpty() && lastEntries != null) {
+            apply(lastEntries, lastCreated, lastRevision);
+        }
     }
 
     /** Withdraws a deleted namespace's declaration and its pins, so no node declares it again. */
@@ -164,7 +189,10 @@ public final class ClusterSettings implements AutoCloseable {
     }
 
     /** Applies the settings as etcd held them at {@code revision} (the mirror's listener; tests call it). */
-    synchronized void apply(Map<String, byte[]> entries, long revision) {
+    synchronized void apply(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
+        lastEntries = entries;
+        lastCreated = created;
+        lastRevision = revision;
         Set<BlockKey> pinned = new HashSet<>();
         for (var e : entries.entrySet()) {
             String key = e.getKey();
@@ -180,7 +208,8 @@ public final class ClusterSettings implements AutoCloseable {
                 }
                 continue;
             }
-            if (java.util.Arrays.equals(applied.get(key), e.getValue())) {
+            if (java.util.Arrays.equals(applied.get(key), e.getValue())
+                    && Objects.equals(generations.get(key), created.get(key))) {
                 continue;
             }
             try {
@@ -194,21 +223,46 @@ public final class ClusterSettings implements AutoCloseable {
                             && owner != null
                             && declaration.tenant() != null
                             && !owner.equals(declaration.tenant());
-                    if (here != null && (!here.equals(spec) || reowned)) {
-                        // etcd declares it with another layout or for another tenant: deleted and declared anew
-                        // through another node while this one missed the delete; its blocks are of the old
-                        // layout or the old tenant's and go with it
-                        int deleted = blocks.deleteNamespace(ns);
+                    boolean redeclared = here != null
+                            && here == declaredAs.get(key)
+                            && !Objects.equals(generations.get(key), created.get(key));
+                    if (here != null && (!here.equals(spec) || reowned || redeclared)) {
+                        // etcd declares it with another layout, for another tenant, or anew: deleted and declared
+                        // anew through another node while this one missed the delete; its blocks are of the old
+                        // layout, the old tenant's or the deleted namespace's and go with it
+                        int deleted;
+                        try {
+                            deleted = blocks.deleteNamespace(ns);
+                        } catch (io.kvstore.service.error.ConflictException ex) {
+                            // pinned or leased here: not applied, tried again at the next change or renewal
+                            if (refused.add(key)) {
+                                log.warn(
+                                        "cluster: namespace '{}' declared anew in the cluster settings is not applied"
+                                                + " here until its old blocks are released; tried again at every"
+                                                + " renewal: {}",
+                                        ns,
+                                        ex.getMessage());
+                            }
+                            continue;
+                        }
                         log.info(
                                 "cluster: namespace '{}' deleted ({} blocks): declared anew {}",
                                 ns,
                                 deleted,
-                                reowned ? "by another tenant" : "with another layout");
+                                reowned
+                                        ? "by another tenant"
+                                        : redeclared
+                                                ? "by the same tenant with the same layout"
+                                                : "with another layout");
                     }
                     // through the block service, as a declaration over the API: it also sets write-through
                     var outcome = blocks.declare(ns, spec, declaration.tenant());
                     if (outcome == NamespaceRegistry.Outcome.CREATED) {
                         log.info("cluster: namespace '{}' declared from the cluster settings", ns);
+                    }
+                    declaredAs.put(key, namespaces.declared(ns));
+                    if (refused.remove(key)) {
+                        log.info("cluster: namespace '{}' declared anew is applied here now", ns);
                     }
                 } else if (key.startsWith(POLICY)) {
                     String tier = key.substring(POLICY.length());
@@ -227,21 +281,27 @@ public final class ClusterSettings implements AutoCloseable {
                     }
                 }
                 applied.put(key, e.getValue());
+                generations.put(key, created.get(key));
             } catch (InvalidRequestException
                     | io.kvstore.service.error.ConflictException
                     | IllegalArgumentException ex) {
                 log.warn("cluster: setting {} not applied: {}", key, ex.getMessage());
                 applied.put(key, e.getValue());
+                generations.put(key, created.get(key));
             } catch (RuntimeException ex) {
                 log.warn("cluster: setting {} not applied: {}", key, ex.toString());
             }
         }
+        Set<String> kept = new HashSet<>(entries.keySet());
         for (String key : applied.keySet()) {
-            if (key.startsWith(NAMESPACES) && !entries.containsKey(key)) {
-                withdrawn(key.substring(NAMESPACES.length()));
+            if (key.startsWith(NAMESPACES) && !entries.containsKey(key) && !withdrawn(key)) {
+                kept.add(key); // looked at again with the next settings
             }
         }
-        applied.keySet().retainAll(entries.keySet());
+        refused.retainAll(kept);
+        applied.keySet().retainAll(kept);
+        generations.keySet().retainAll(kept);
+        declaredAs.keySet().retainAll(kept);
         pins.wanted(pinned, revision);
     }
 
@@ -249,13 +309,16 @@ public final class ClusterSettings implements AutoCloseable {
      * A namespace deleted through another node while this one missed the call: deleted here too, unless etcd
      * declares it again already. A watch can deliver the withdrawal after the namespace was declared anew
      * and this node told of it (and stored its new blocks); that snapshot is older than the declaration, and
-     * deleting on its word would lose the new blocks.
+     * deleting on its word would lose the new blocks. False when the withdrawal is to be looked at again with the
+     * next settings: the namespace is kept (a later snapshot shows the new declaration: a new create revision),
+     * or its blocks are pinned or leased here (deleted once they are released).
      */
-    private void withdrawn(String namespace) {
+    private boolean withdrawn(String key) {
+        String namespace = key.substring(NAMESPACES.length());
         try {
             if (declaredInEtcd(namespace)) {
                 log.info("cluster: namespace '{}' was withdrawn and is declared again: kept", namespace);
-                return;
+                return false;
             }
             if (namespaces.all().containsKey(namespace)) {
                 int deleted = blocks.deleteNamespace(namespace);
@@ -264,12 +327,22 @@ public final class ClusterSettings implements AutoCloseable {
                         namespace,
                         deleted);
             }
+        } catch (io.kvstore.service.error.ConflictException ex) {
+            if (refused.add(key)) {
+                log.warn(
+                        "cluster: namespace '{}' withdrawn from the cluster settings is not deleted here until its"
+                                + " blocks are released; tried again at every renewal: {}",
+                        namespace,
+                        ex.getMessage());
+            }
+            return false;
         } catch (RuntimeException ex) {
             log.warn(
                     "cluster: namespace '{}' withdrawn from the cluster settings but not deleted here: {}",
                     namespace,
                     ex.getMessage());
         }
+        return true;
     }
 
     /** Whether etcd declares the namespace now; false when etcd cannot be read (the withdrawal then stands). */

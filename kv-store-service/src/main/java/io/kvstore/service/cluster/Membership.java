@@ -157,7 +157,7 @@ public final class Membership implements AutoCloseable {
         }
     }
 
-    private void onMembers(Map<String, byte[]> entries, long revision) {
+    private void onMembers(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
         List<Member> members = new ArrayList<>(entries.size());
         for (byte[] value : entries.values()) {
             try {

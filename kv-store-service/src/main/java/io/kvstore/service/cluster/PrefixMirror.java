@@ -24,9 +24,12 @@ import org.slf4j.LoggerFactory;
  */
 final class PrefixMirror implements AutoCloseable {
 
-    /** Told of the whole copy after every change, with the etcd revision it reflects. */
+    /**
+     * Told of the whole copy after every change, with each key's create revision (a key deleted and put again
+     * has a new one, even with the same value) and the etcd revision the copy reflects.
+     */
     interface Listener {
-        void changed(Map<String, byte[]> entries, long revision);
+        void changed(Map<String, byte[]> entries, Map<String, Long> created, long revision);
     }
 
     private static final Logger log = LoggerFactory.getLogger(PrefixMirror.class);
@@ -37,6 +40,7 @@ final class PrefixMirror implements AutoCloseable {
     private final Listener listener;
     private final long timeoutMillis;
     private final Map<String, byte[]> entries = new TreeMap<>();
+    private final Map<String, Long> created = new TreeMap<>();
     private final Object notifyLock = new Object();
     /** The etcd revision the copy reflects. */
     private long revision;
@@ -63,8 +67,10 @@ final class PrefixMirror implements AutoCloseable {
                 .get(prefixKey, GetOption.builder().isPrefix(true).build())
                 .get(timeoutMillis, TimeUnit.MILLISECONDS);
         Map<String, byte[]> fresh = new TreeMap<>();
+        Map<String, Long> freshCreated = new TreeMap<>();
         for (KeyValue kv : response.getKvs()) {
             fresh.put(name(kv), kv.getValue().getBytes());
+            freshCreated.put(name(kv), kv.getCreateRevision());
         }
         long rev = response.getHeader().getRevision();
         boolean differs;
@@ -75,13 +81,15 @@ final class PrefixMirror implements AutoCloseable {
             // a running watch delivered changes newer than this read meanwhile: the copy is the newer one (a
             // stopped watch is not trusted: etcd may have lost its data and started counting again)
             boolean watchAhead = watcher != null && rev < revision;
-            differs = !watchAhead && !sameEntries(fresh);
+            differs = !watchAhead && !(sameEntries(fresh) && created.equals(freshCreated));
             if (differs) {
                 if (watcher != null) {
                     log.info("etcd {}: a full read found changes the watch had not delivered", prefix);
                 }
                 entries.clear();
                 entries.putAll(fresh);
+                created.clear();
+                created.putAll(freshCreated);
             }
             revision = watcher == null ? rev : Math.max(revision, rev);
             if (!watchAhead) {
@@ -119,10 +127,15 @@ final class PrefixMirror implements AutoCloseable {
                 String name = name(kv);
                 if (event.getEventType() == WatchEvent.EventType.DELETE) {
                     changed |= entries.remove(name) != null;
+                    created.remove(name);
                 } else if (event.getEventType() == WatchEvent.EventType.PUT) {
                     byte[] value = kv.getValue().getBytes();
                     byte[] before = entries.put(name, value);
-                    changed |= before == null || !Arrays.equals(before, value);
+                    Long createdBefore = created.put(name, kv.getCreateRevision());
+                    changed |= before == null
+                            || !Arrays.equals(before, value)
+                            || createdBefore == null
+                            || createdBefore != kv.getCreateRevision();
                 }
                 revision = Math.max(revision, kv.getModRevision());
             }
@@ -146,12 +159,14 @@ final class PrefixMirror implements AutoCloseable {
         // one notification at a time, each with the newest copy, so a listener never sees an older one last
         synchronized (notifyLock) {
             Map<String, byte[]> copy;
+            Map<String, Long> createdCopy;
             long rev;
             synchronized (this) {
                 copy = new TreeMap<>(entries);
+                createdCopy = new TreeMap<>(created);
                 rev = revision;
             }
-            listener.changed(copy, rev);
+            listener.changed(copy, createdCopy, rev);
         }
     }
 

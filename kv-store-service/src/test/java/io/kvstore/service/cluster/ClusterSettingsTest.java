@@ -94,24 +94,10 @@ class ClusterSettingsTest {
                                     .statusCode()
                             == 200);
             // the settings as a lagging watch last showed them: the namespace's declaration withdrawn
-            var read = client.getKVClient()
-                    .get(
-                            PrefixMirror.bytes("/s2/settings/"),
-                            io.etcd.jetcd.options.GetOption.builder()
-                                    .isPrefix(true)
-                                    .build())
-                    .get(5, TimeUnit.SECONDS);
-            Map<String, byte[]> withdrawn = new java.util.TreeMap<>();
-            read.getKvs()
-                    .forEach(kv -> withdrawn.put(
-                            kv.getKey()
-                                    .toString(java.nio.charset.StandardCharsets.UTF_8)
-                                    .substring("/s2/settings/".length()),
-                            kv.getValue().getBytes()));
-            assertThat(withdrawn.remove("namespaces/llama")).isNotNull();
-            node.context()
-                    .getBean(ClusterSettings.class)
-                    .apply(withdrawn, read.getHeader().getRevision() - 1);
+            Snapshot read = Snapshot.of(client, "/s2/settings/");
+            assertThat(read.entries().remove("namespaces/llama")).isNotNull();
+            read.created().remove("namespaces/llama");
+            node.context().getBean(ClusterSettings.class).apply(read.entries(), read.created(), read.revision() - 1);
 
             var lookup = ClusterNodes.send(
                     node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
@@ -241,6 +227,153 @@ class ClusterSettingsTest {
             assertThat(tenants.statusCode()).as(tenants.body()).isEqualTo(200);
             assertThat(tenants.body())
                     .doesNotContainPattern("\"tenant\":\"local\",\"tiers\":\\{\"DRAM\":\\{\"bytes\":[1-9]");
+        }
+    }
+
+    /**
+     * A namespace deleted through another node while this one missed the call, then declared anew by the same
+     * tenant with the same layout: this node sees both in one snapshot (it was unreachable, or its watch lagged),
+     * where the declaration reads the same but its key was created again. It drops the old blocks, as every other
+     * node did at the delete, rather than keeping (and answering) blocks of a namespace that was deleted.
+     */
+    @Test
+    void aNamespaceDeclaredAnewWithTheSameLayoutSeenInOneSnapshotDropsTheOldBlocks() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "redeclared", etcd.dir(), "/s12/");
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 12);
+            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            ClusterSettings settings = node.context().getBean(ClusterSettings.class);
+            Snapshot now = Snapshot.of(client, "/s12/settings/");
+            settings.apply(now.entries(), now.created(), now.revision()); // as the watch applies it
+            // the next snapshot of a node that missed the delete and the new declaration: the same value, its key
+            // created again after this read
+            now.created().put("namespaces/llama", now.revision() + 2);
+            settings.apply(now.entries(), now.created(), now.revision() + 2);
+
+            assertThat(ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                            .statusCode())
+                    .isEqualTo(200);
+            var lookup = ClusterNodes.send(
+                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
+            assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
+            assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+        }
+    }
+
+    /**
+     * A namespace declared anew with another layout while this node, which missed the delete, holds leased blocks
+     * of the old declaration: it cannot drop them yet and keeps the old declaration meanwhile, then takes the new
+     * one once they are released (at its next renewal), rather than keeping the old layout for good.
+     */
+    @Test
+    void aNamespaceDeclaredAnewWhileOldBlocksAreLeasedHereIsReplacedOnceTheyAreReleased() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "leased", etcd.dir(), "/s11/");
+                Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 11);
+            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            var leased = ClusterNodes.send(
+                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain.subList(0, 5), true));
+            assertThat(leased.statusCode()).as(leased.body()).isEqualTo(200);
+            String leaseId = JsonMapper.builder()
+                    .build()
+                    .readTree(leased.body())
+                    .path("leases")
+                    .get(0)
+                    .path("lease")
+                    .path("id")
+                    .asString();
+            var key = PrefixMirror.bytes("/s11/settings/namespaces/llama");
+            String old = client.getKVClient()
+                    .get(key)
+                    .get(5, TimeUnit.SECONDS)
+                    .getKvs()
+                    .getFirst()
+                    .getValue()
+                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            // the blocks not leased are dropped; the leased five hold the old declaration here
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(
+                                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false))
+                            .body()
+                            .contains("\"matchedBlocks\":5"));
+            assertThat(ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                            .body())
+                    .contains("\"layers\":1");
+
+            var released = ClusterNodes.send(node.base(), "DELETE", "/v1/leases/" + leaseId, null);
+            assertThat(released.statusCode()).isEqualTo(204);
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                            .body()
+                            .contains("\"layers\":2"));
+            var lookup = ClusterNodes.send(
+                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
+            assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+        }
+    }
+
+    /**
+     * A namespace deleted through another node while this one, the only one holding its pinned blocks, could not
+     * be reached: the withdrawal removes the pins with the declaration, but this node sees the withdrawal while
+     * they are still pinned here. It deletes the namespace once they are unpinned, rather than keeping it for good.
+     */
+    @Test
+    void aWithdrawalSeenWhileItsBlocksArePinnedHereDeletesTheNamespaceOnceTheyAreUnpinned() throws Exception {
+        try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "pinned", etcd.dir(), "/s13/")) {
+            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+            List<BlockHash> chain = ClusterNodes.chain(10, 13);
+            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            var pinned = ClusterNodes.send(
+                    node.base(),
+                    "POST",
+                    "/admin/pin",
+                    "{\"namespace\":\"llama\",\"blockHashes\":" + ClusterNodes.hexList(chain) + "}",
+                    "Authorization",
+                    "Bearer " + ClusterNodes.ADMIN_TOKEN);
+            assertThat(pinned.statusCode()).as(pinned.body()).isEqualTo(200);
+
+            // as the node that deleted it withdraws it
+            node.context().getBean(ClusterSettings.class).withdrawNamespace("llama");
+
+            await().atMost(Duration.ofSeconds(20))
+                    .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                                    .statusCode()
+                            == 404);
+        }
+    }
+
+    /** The settings as etcd holds them now, as the mirror hands them to {@link ClusterSettings#apply}. */
+    private record Snapshot(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
+        static Snapshot of(Client client, String prefix) throws Exception {
+            var read = client.getKVClient()
+                    .get(
+                            PrefixMirror.bytes(prefix),
+                            io.etcd.jetcd.options.GetOption.builder()
+                                    .isPrefix(true)
+                                    .build())
+                    .get(5, TimeUnit.SECONDS);
+            Snapshot snapshot = new Snapshot(
+                    new java.util.TreeMap<>(),
+                    new java.util.TreeMap<>(),
+                    read.getHeader().getRevision());
+            for (var kv : read.getKvs()) {
+                String name = kv.getKey()
+                        .toString(java.nio.charset.StandardCharsets.UTF_8)
+                        .substring(prefix.length());
+                snapshot.entries().put(name, kv.getValue().getBytes());
+                snapshot.created().put(name, kv.getCreateRevision());
+            }
+            return snapshot;
         }
     }
 

@@ -36,7 +36,7 @@ class PrefixMirrorTest {
             try (PrefixMirror mirror = new PrefixMirror(
                     client,
                     "/m1/",
-                    (Map<String, byte[]> entries, long revision) ->
+                    (Map<String, byte[]> entries, Map<String, Long> created, long revision) ->
                             seen.set(new Seen(Set.copyOf(entries.keySet()), revision)),
                     5000)) {
                 mirror.resync(); // reads the empty prefix and starts the watch
@@ -57,6 +57,37 @@ class PrefixMirrorTest {
                                 .toList());
                 await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= deleted);
                 assertThat(seen.get().keys()).isEqualTo(keys(30, 50));
+            }
+        }
+    }
+
+    /**
+     * A key deleted and put again with the same value (a namespace deleted and declared anew alike) is a change:
+     * the listener is told its new create revision, whether the watch or a full read finds it first (a full read
+     * that does skips the watch's events, which are older than it).
+     */
+    @Test
+    void aKeyPutAgainWithTheSameValueIsToldWithItsNewCreateRevision() throws Exception {
+        try (Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            AtomicReference<Map<String, Long>> seen = new AtomicReference<>(Map.of());
+            var key = PrefixMirror.bytes("/m2/k");
+            long first = client.getKVClient()
+                    .put(key, PrefixMirror.bytes("1"))
+                    .get(5, TimeUnit.SECONDS)
+                    .getHeader()
+                    .getRevision();
+            try (PrefixMirror mirror =
+                    new PrefixMirror(client, "/m2/", (entries, created, revision) -> seen.set(created), 5000)) {
+                mirror.resync();
+                assertThat(seen.get()).isEqualTo(Map.of("k", first));
+                client.getKVClient().delete(key).get(5, TimeUnit.SECONDS);
+                long again = client.getKVClient()
+                        .put(key, PrefixMirror.bytes("1"))
+                        .get(5, TimeUnit.SECONDS)
+                        .getHeader()
+                        .getRevision();
+                mirror.resync();
+                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().equals(Map.of("k", again)));
             }
         }
     }
