@@ -264,8 +264,9 @@ public class BlockService {
                                 namespace,
                                 landing,
                                 spec.blockBytes(),
-                                // reservations hold DRAM slots their commits fill without a further check
-                                landing == TierId.DRAM ? reservations : null)) {
+                                // reservations hold DRAM slots their commits fill without a further check:
+                                // held in DRAM whether the block lands there or in HBM above it
+                                reservations)) {
                     // the body is read straight into a free tier slot, then checksummed there
                     tier = engine.putInPlace(key, header.parent(), spec.blockBytes(), reader::readBlock, block);
                 } catch (BlockConflictException differentBytes) {

@@ -140,7 +140,8 @@ public class EngineConfiguration {
                     transport.deviceStorage().vramReason()));
         }
         if (publisher != null) {
-            publisher.resyncFrom(engine::blocks); // after an AllBlocksCleared, re-announce what the tiers hold
+            publisher.resyncFrom(
+                    engine::blocks, engine::info); // after an AllBlocksCleared, re-announce what the tiers hold
         }
         MemoryTier dramTier = (MemoryTier) engine.tier(TierId.DRAM);
         if (shared != null && shared.file() != null) {

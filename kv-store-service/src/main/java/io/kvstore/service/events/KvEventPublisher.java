@@ -9,15 +9,19 @@ import io.kvstore.engine.EngineEvents;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -34,7 +38,8 @@ import org.slf4j.LoggerFactory;
  * publisher sends {@code AllBlocksCleared} on every topic it has used, so subscribers start again from an
  * empty view instead of keeping a wrong one, and then re-announces what each tier still holds: a
  * {@code BlockStored} per copy in the catalog, a few batches per round on the publisher thread, between the
- * live changes (never on a storing thread). Changes made while the catalog is read go out after it, so a
+ * live changes (never on a storing thread), each block after its parent (a router drops a block whose parent
+ * it does not know). Changes made while the catalog is read go out after it, so a
  * subscriber that applies the stream in order ends with the catalog's view again.
  */
 public final class KvEventPublisher implements EngineEvents, AutoCloseable {
@@ -73,8 +78,17 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     private final Thread thread;
     /** Where re-announcements read what the tiers hold; set once the engine exists. */
     private volatile @Nullable Supplier<Iterator<BlockInfo>> catalog;
+    /** What the catalog holds of a block now, or null: a re-announced block's parent is looked up in it. */
+    private volatile Function<BlockKey, @Nullable BlockInfo> lookup = key -> null;
     /** The re-announcement under way (publisher thread only), null when none. */
     private @Nullable Iterator<BlockInfo> resync;
+    /**
+     * Blocks the re-announcement under way has announced, so that one reached again (as an ancestor, or by the
+     * catalog's iterator after its child) goes out once; emptied when it ends. Publisher thread only.
+     */
+    private final Set<BlockKey> reannounced = new HashSet<>();
+    /** A block and its ancestors not yet re-announced, the root on top (publisher thread only). */
+    private final ArrayDeque<BlockInfo> chain = new ArrayDeque<>();
 
     private volatile boolean resyncPending;
     /** An AllBlocksCleared went out before {@link #resyncFrom}: re-announce once the catalog is there. */
@@ -135,7 +149,8 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
      * Lets the publisher read what the tiers hold, to re-announce it after an {@code AllBlocksCleared}; without
      * it (before the engine exists) a clear is not followed by re-announcements.
      */
-    public void resyncFrom(Supplier<Iterator<BlockInfo>> blocks) {
+    public void resyncFrom(Supplier<Iterator<BlockInfo>> blocks, Function<BlockKey, @Nullable BlockInfo> lookup) {
+        this.lookup = lookup;
         this.catalog = blocks;
     }
 
@@ -183,6 +198,8 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                     clearAll();
                     topics.forgetAll(); // a dropped namespaceDeleted mark must not pin an old declaration
                     resync = null;
+                    reannounced.clear();
+                    chain.clear();
                     resyncOwed = true;
                 }
                 if (resyncOwed) {
@@ -208,12 +225,22 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         }
     }
 
-    /** Announces the next {@link #RESYNC_PER_ROUND} copies of {@code blocks}; ends the re-announcement at its end. */
+    /**
+     * Announces the next {@link #RESYNC_PER_ROUND} copies of {@code blocks}, each block after those of its
+     * ancestors the catalog holds (the catalog's order is its map's, a child before its parent as often as
+     * not); ends the re-announcement at its end.
+     */
     private void reannounce(Iterator<BlockInfo> blocks) {
         batcher.begin();
         int n = 0;
-        while (n < RESYNC_PER_ROUND && blocks.hasNext()) {
-            BlockInfo b = blocks.next();
+        while (n < RESYNC_PER_ROUND && (!chain.isEmpty() || blocks.hasNext())) {
+            if (chain.isEmpty()) {
+                for (BlockInfo b = blocks.next(); b != null && reannounced.add(b.key()); b = parentOf(b)) {
+                    chain.push(b);
+                }
+                continue;
+            }
+            BlockInfo b = chain.pop();
             for (TierId tier : b.tiers()) {
                 batcher.stored(tier, b);
                 n++;
@@ -221,11 +248,17 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         }
         batcher.flush();
         resynced.increment(n);
-        if (!blocks.hasNext()) {
+        if (chain.isEmpty() && !blocks.hasNext()) {
             resync = null;
+            reannounced.clear();
             resyncPending = false;
             log.info("KV events: re-announced what the tiers hold after AllBlocksCleared");
         }
+    }
+
+    private @Nullable BlockInfo parentOf(BlockInfo block) {
+        BlockHash parent = block.parent();
+        return parent == null ? null : lookup.apply(new BlockKey(block.key().namespace(), parent));
     }
 
     /**

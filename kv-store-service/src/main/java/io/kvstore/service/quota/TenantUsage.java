@@ -40,6 +40,9 @@ public final class TenantUsage implements EngineEvents {
 
     private static final TierId[] TIERS = TierId.values();
 
+    /** Where reservations hold their slots (the one-sided and local paths reserve DRAM). */
+    private static final TierId RESERVED = TierId.DRAM;
+
     private final Function<String, @Nullable String> ownerOf;
     private final KvStoreProperties properties;
     private final MeterRegistry registry;
@@ -179,23 +182,25 @@ public final class TenantUsage implements EngineEvents {
 
     /**
      * As {@link #charge(String, TierId, long)}, counting the tenant's open reservations of {@code reservations}
-     * (slots in {@code tier} that its commits will fill) as held, checked under the ledger's lock of the tenant.
+     * (DRAM slots that its commits will fill) as held in DRAM, whether the store lands there or above it,
+     * checked under the ledger's lock of the tenant.
      */
     public Charge charge(String namespace, TierId tier, long bytes, @Nullable ReservationLedger reservations) {
         Account a = account(namespace);
-        requireBelow(a, tier);
-        if (a.limit[tier.ordinal()] == Long.MAX_VALUE) {
-            return Charge.NONE;
-        }
-        if (reservations == null) {
+        if (reservations == null || a.limit[RESERVED.ordinal()] == Long.MAX_VALUE) {
             return charge(a, tier, bytes, 0);
         }
-        return reservations.withReserved(a.tenant, pending -> charge(a, tier, bytes, pending));
+        return reservations.withReserved(a.tenant, reserved -> charge(a, tier, bytes, reserved));
     }
 
-    private Charge charge(Account a, TierId tier, long bytes, long pending) {
+    private Charge charge(Account a, TierId tier, long bytes, long reserved) {
+        requireBelow(a, tier, reserved);
         int i = tier.ordinal();
         long limit = a.limit[i];
+        if (limit == Long.MAX_VALUE) {
+            return Charge.NONE;
+        }
+        long pending = tier == RESERVED ? reserved : 0;
         while (true) {
             long held = a.bytes.get(i);
             if (held + pending + bytes > limit) {
@@ -213,18 +218,20 @@ public final class TenantUsage implements EngineEvents {
      */
     public void require(String namespace, TierId tier, long bytes, long pending) {
         Account a = account(namespace);
-        requireBelow(a, tier);
+        requireBelow(a, tier, 0);
         long held = a.bytes.get(tier.ordinal()) + pending;
         if (a.limit[tier.ordinal()] != Long.MAX_VALUE && held + bytes > a.limit[tier.ordinal()]) {
             throw refusal(a, tier, held, bytes);
         }
     }
 
-    private void requireBelow(Account a, TierId tier) {
+    /** Refuses when the tenant is at its quota in a tier below {@code tier}, {@code reserved} held in DRAM. */
+    private void requireBelow(Account a, TierId tier, long reserved) {
         for (TierId below = tier.below(); below != null; below = below.below()) {
             int i = below.ordinal();
-            if (capacity[i] > 0 && a.limit[i] != Long.MAX_VALUE && a.bytes.get(i) >= a.limit[i]) {
-                throw refusal(a, below, a.bytes.get(i), 0);
+            long held = a.bytes.get(i) + (below == RESERVED ? reserved : 0);
+            if (capacity[i] > 0 && a.limit[i] != Long.MAX_VALUE && held >= a.limit[i]) {
+                throw refusal(a, below, held, 0);
             }
         }
     }

@@ -70,7 +70,7 @@ final class EventedEngine implements AutoCloseable {
                 new MemoryTier(TierId.DRAM, new HostMemoryProvider(), (long) dramBlocks * blockBytes, blockBytes));
         this.engine = new TierEngine(
                 tiers, settings, Duration.ofSeconds(30), new EngineEventsTee(counting, publisher), Clock.systemUTC());
-        publisher.resyncFrom(engine::blocks); // as EngineConfiguration wires it
+        publisher.resyncFrom(engine::blocks, engine::info); // as EngineConfiguration wires it
     }
 
     static EventsProperties config(int queueSize, Duration interval, EventEncoding encoding, int hwm) {

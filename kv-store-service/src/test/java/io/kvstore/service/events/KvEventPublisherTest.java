@@ -218,6 +218,54 @@ class KvEventPublisherTest {
         }
     }
 
+    /**
+     * After a clear the re-announcement read the catalog in its map's order (the NVMe index's, by hash, at a
+     * restart), a chain's child before its parent as often as not: a router (Dynamo's radix tree, llm-d)
+     * drops or misplaces a BlockStored whose parent_block_hash it does not know yet.
+     */
+    @Test
+    void aReannouncedChainGoesOutParentFirst() throws Exception {
+        try (EventedEngine e = new EventedEngine(
+                        EventedEngine.config(16, Duration.ofMillis(500), EventEncoding.ARRAY, 100_000),
+                        BLOCK,
+                        256,
+                        64);
+                TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
+            sub.awaitConnected(e, WAIT);
+            for (int i = 0; i < 150; i++) {
+                e.store("a", i); // one chain, all in HBM: nothing demoted or evicted
+            }
+            e.awaitPublished(WAIT);
+            e.awaitResynced(WAIT);
+            sub.awaitSeq(e.publisher.lastSeq(), WAIT);
+            assertThat(e.registry.get("kvstore.events.resynced").counter().count())
+                    .isPositive();
+            Set<Long> known = new java.util.HashSet<>();
+            List<String> orphans = new ArrayList<>();
+            for (DecodedBatch b : sub.replay(0)) {
+                for (DecodedBatch.Event ev : b.events()) {
+                    switch (ev.type()) {
+                        case "AllBlocksCleared" -> {
+                            known.clear();
+                            orphans.clear();
+                        }
+                        case "BlockStored" -> {
+                            if (ev.parent() != null && !known.contains(ev.parent())) {
+                                orphans.add(Long.toHexString(ev.hashes().getFirst()));
+                            }
+                            known.addAll(ev.hashes());
+                        }
+                        default -> {}
+                    }
+                }
+            }
+            assertThat(known)
+                    .as("the whole chain announced after the last clear")
+                    .hasSize(150);
+            assertThat(orphans).as("blocks announced before their parent").isEmpty();
+        }
+    }
+
     @Test
     void aMalformedReplayRequestIsIgnoredAndTheSocketKeepsAnswering() throws Exception {
         try (EventedEngine e = new EventedEngine(
@@ -254,7 +302,7 @@ class KvEventPublisherTest {
                 catalog.add(new BlockInfo(key, null, 4096, 0, Set.of(TierId.NVME), 0, 0));
             }
             awaitTrue(() -> registry.get("kvstore.events.cleared").counter().count() > 0, "cleared");
-            p.resyncFrom(catalog::iterator); // EngineConfiguration, after the engine was built
+            p.resyncFrom(catalog::iterator, key -> null); // EngineConfiguration, after the engine was built
             awaitTrue(() -> !p.resyncPending(), "resynced");
             EventLedger ledger = new EventLedger();
             ledger.apply(sub.replay(0));
