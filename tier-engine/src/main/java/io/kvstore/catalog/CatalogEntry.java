@@ -299,6 +299,11 @@ public final class CatalogEntry {
         return readers;
     }
 
+    /** Whether a pin or lease holds the block in place (readers and moves hold it only briefly). */
+    public synchronized boolean held() {
+        return pins > 0 || leases > 0;
+    }
+
     public synchronized boolean pin() {
         if (tiers == 0) {
             return false;

@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -25,6 +26,7 @@ final class LeaseTable {
     private final Catalog catalog;
     private final Clock clock;
     private final Duration defaultTimeout;
+    private final Consumer<List<BlockKey>> holdsEnded;
     private final Map<String, Held> leases = new ConcurrentHashMap<>();
     /** Blocks each owner holds leased now (the blocks of its open leases, a block counted once per lease). */
     private final Map<String, AtomicLong> leasedBy = new ConcurrentHashMap<>();
@@ -35,10 +37,12 @@ final class LeaseTable {
      */
     private record Held(Lease lease, List<CatalogEntry> entries, String owner) {}
 
-    LeaseTable(Catalog catalog, Clock clock, Duration defaultTimeout) {
+    /** @param holdsEnded told of the blocks whose pin or lease just ended, so eviction may take them again */
+    LeaseTable(Catalog catalog, Clock clock, Duration defaultTimeout, Consumer<List<BlockKey>> holdsEnded) {
         this.catalog = catalog;
         this.clock = clock;
         this.defaultTimeout = defaultTimeout;
+        this.holdsEnded = holdsEnded;
     }
 
     /** Pins the resident blocks among {@code keys}; returns how many. */
@@ -54,14 +58,15 @@ final class LeaseTable {
     }
 
     int unpin(List<BlockKey> keys) {
-        int n = 0;
+        List<BlockKey> unpinned = new ArrayList<>(keys.size());
         for (BlockKey key : keys) {
             CatalogEntry entry = catalog.get(key);
             if (entry != null && entry.unpin()) {
-                n++;
+                unpinned.add(key);
             }
         }
-        return n;
+        holdsEnded.accept(unpinned);
+        return unpinned.size();
     }
 
     /**
@@ -112,9 +117,12 @@ final class LeaseTable {
         if (held == null) {
             return false;
         }
+        List<BlockKey> released = new ArrayList<>(held.entries().size());
         for (CatalogEntry entry : held.entries()) {
             entry.release();
+            released.add(entry.key());
         }
+        holdsEnded.accept(released);
         AtomicLong count = leasedBy.get(held.owner());
         if (count != null) {
             count.addAndGet(-held.entries().size());

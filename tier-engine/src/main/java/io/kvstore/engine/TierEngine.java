@@ -104,6 +104,10 @@ public final class TierEngine implements AutoCloseable {
                 key -> {
                     CatalogEntry entry = catalog.get(key);
                     return entry == null ? 0 : entry.length();
+                },
+                key -> {
+                    CatalogEntry entry = catalog.get(key);
+                    return entry != null && entry.held();
                 });
         if (deviceFiles != null) {
             BlockTier hbm = stack.ids().contains(TierId.HBM) ? stack.get(TierId.HBM) : null;
@@ -117,7 +121,7 @@ public final class TierEngine implements AutoCloseable {
         }
         this.residency = new Residency(stack, catalog, events);
         this.mover = new Mover(stack, catalog, residency, events);
-        this.leases = new LeaseTable(catalog, clock, defaultLeaseTimeout);
+        this.leases = new LeaseTable(catalog, clock, defaultLeaseTimeout, stack::holdsEnded);
         this.inPlace = new InPlaceWrites(stack, catalog, residency, mover, clock, defaultLeaseTimeout);
         residency.recover();
         this.sweeper = Executors.newSingleThreadScheduledExecutor(

@@ -16,6 +16,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -39,12 +40,14 @@ final class TierStack implements AutoCloseable {
      * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
      * @param parentOf the parent of a resident block, for prefix-aware policies
      * @param bytesOf a resident block's length, for policies that weigh blocks
+     * @param held whether a block is pinned or leased now, so policies set it aside until its hold ends
      */
     TierStack(
             Collection<? extends BlockTier> tierList,
             Map<TierId, TierSettings> tierSettings,
             Function<BlockKey, @Nullable BlockKey> parentOf,
-            ToIntFunction<BlockKey> bytesOf) {
+            ToIntFunction<BlockKey> bytesOf,
+            Predicate<BlockKey> held) {
         if (tierList.isEmpty()) {
             throw new IllegalArgumentException("at least one tier is required");
         }
@@ -56,7 +59,7 @@ final class TierStack implements AutoCloseable {
         for (TierId id : tiers.keySet()) {
             TierSettings s = tierSettings.getOrDefault(id, TierSettings.DEFAULT);
             settings.put(id, s);
-            policies.put(id, new TierPolicy(s.policy(), tiers.get(id).capacityBytes(), parentOf, bytesOf));
+            policies.put(id, new TierPolicy(s.policy(), tiers.get(id).capacityBytes(), parentOf, bytesOf, held));
         }
     }
 
@@ -134,6 +137,13 @@ final class TierStack implements AutoCloseable {
 
     TierPolicy policy(TierId id) {
         return configured(policies.get(id), id);
+    }
+
+    /** Pins or leases on {@code keys} ended: every tier's policy may evict them again. */
+    void holdsEnded(List<BlockKey> keys) {
+        for (TierPolicy policy : policies.values()) {
+            policy.holdsEnded(keys);
+        }
     }
 
     TierSettings settings(TierId id) {

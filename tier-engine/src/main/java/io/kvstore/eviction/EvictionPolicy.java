@@ -25,7 +25,23 @@ public sealed interface EvictionPolicy permits LruPolicy, LfuPolicy, WTinyLfuPol
      * The next block to evict: the first in this policy's order for which {@code evictable} holds, or
      * null when there is none. The block stays tracked until {@link #onRemove}.
      */
-    BlockKey nextVictim(Predicate<BlockKey> evictable);
+    default BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        return nextVictim(evictable, key -> false);
+    }
+
+    /**
+     * As {@link #nextVictim(Predicate)}; a block passed over for which {@code held} holds (pinned or
+     * leased: it stays unevictable until its holder lets go) is also set aside, out of the order, until
+     * {@link #unpark}, so that later calls do not walk past it again. A block set aside is still tracked:
+     * it is accessed, removed and listed as any other.
+     */
+    BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held);
+
+    /**
+     * A block set aside by {@link #nextVictim(Predicate, Predicate)} may be evictable again: it rejoins the
+     * order where its own state (its last access, its count) puts it. Other keys are ignored.
+     */
+    void unpark(BlockKey key);
 
     /** Every tracked block, the one to evict first at the head; used to carry state across a switch. */
     List<BlockKey> coldestFirst();

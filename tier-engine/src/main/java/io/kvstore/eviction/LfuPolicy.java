@@ -4,6 +4,7 @@ import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.function.Predicate;
@@ -15,7 +16,9 @@ import java.util.function.Predicate;
  * LFU-DA keeps an inflation value {@code L}, raised to the priority of each evicted block; a block's
  * priority is {@code L + hits} at its last access, so blocks that stop being used sink below newer
  * ones once {@code L} passes them, without a periodic sweep over all entries. Ties go to the least
- * recently used. Order is kept in a tree: O(log n) per access.
+ * recently used. Order is kept in a tree: O(log n) per access. A held block passed over by a victim search
+ * leaves the tree and keeps its priority and tick (accesses still move them); when its hold ends it goes back
+ * where they put it.
  */
 public final class LfuPolicy implements EvictionPolicy {
 
@@ -34,6 +37,8 @@ public final class LfuPolicy implements EvictionPolicy {
         long tick;
         /** Offered as a victim since its last access: its removal is an eviction, which ages the rest. */
         boolean offered;
+        /** Set aside while held: out of {@link #byPriority} until {@link #unpark}. */
+        boolean parked;
 
         Node(BlockKey key) {
             this.key = key;
@@ -66,12 +71,16 @@ public final class LfuPolicy implements EvictionPolicy {
         if (node == null) {
             return;
         }
-        byPriority.remove(node);
+        if (!node.parked) {
+            byPriority.remove(node);
+        }
         node.hits++;
         node.priority = inflation + node.hits;
         node.tick = ++clock;
         node.offered = false;
-        byPriority.add(node);
+        if (!node.parked) {
+            byPriority.add(node);
+        }
     }
 
     @Override
@@ -80,28 +89,46 @@ public final class LfuPolicy implements EvictionPolicy {
         if (node != null) {
             // Aging follows evictions: of the coldest, or of the block offered as a victim (the coldest may be
             // pinned or leased and skipped for a while); deleting a hot block must not inflate L.
-            if (node.offered || node == byPriority.first()) {
+            if (node.offered || (!node.parked && node == byPriority.first())) {
                 inflation = Math.max(inflation, node.priority);
             }
-            byPriority.remove(node);
+            if (!node.parked) {
+                byPriority.remove(node);
+            }
         }
     }
 
     @Override
-    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
-        for (Node node : byPriority) {
+    public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        for (Iterator<Node> it = byPriority.iterator(); it.hasNext(); ) {
+            Node node = it.next();
             if (evictable.test(node.key)) {
                 node.offered = true;
                 return node.key;
+            }
+            if (held.test(node.key)) {
+                it.remove();
+                node.parked = true;
             }
         }
         return null;
     }
 
     @Override
+    public void unpark(BlockKey key) {
+        Node node = nodes.get(key);
+        if (node != null && node.parked) {
+            node.parked = false;
+            byPriority.add(node);
+        }
+    }
+
+    @Override
     public List<BlockKey> coldestFirst() {
-        List<BlockKey> keys = new ArrayList<>(nodes.size());
-        byPriority.forEach(n -> keys.add(n.key));
+        List<Node> all = new ArrayList<>(nodes.values());
+        all.sort(ORDER);
+        List<BlockKey> keys = new ArrayList<>(all.size());
+        all.forEach(n -> keys.add(n.key));
         return keys;
     }
 

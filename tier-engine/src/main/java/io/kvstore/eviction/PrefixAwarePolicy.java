@@ -4,6 +4,7 @@ import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.TreeSet;
 import java.util.function.Predicate;
@@ -16,6 +17,9 @@ import java.util.function.Predicate;
  * <p>Each tracked block counts its resident children; blocks with none sit in a tree ordered by last
  * access. A child may arrive before its parent (a promotion, say): its parent's count waits in
  * {@code pendingChildren} until the parent arrives.
+ *
+ * <p>A held leaf passed over by a victim search leaves the tree of leaves until its hold ends, so searches do
+ * not walk past it again; accesses still move its tick.
  *
  * <p>Bad links are tolerated: a block that names itself as parent is its own root, and when no leaf can
  * be evicted the oldest evictable block on a parent cycle is (cycles have no leaf, so they would
@@ -35,6 +39,8 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
         final BlockKey parent;
         int children;
         long tick;
+        /** Set aside while held: out of {@link #leaves} until {@link #unpark}. */
+        boolean parked;
 
         Node(BlockKey key, BlockKey parent) {
             this.key = key;
@@ -102,7 +108,7 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
         if (node.parent != null) {
             Node parentNode = nodes.get(node.parent);
             if (parentNode != null) {
-                if (--parentNode.children == 0) {
+                if (--parentNode.children == 0 && !parentNode.parked) {
                     leaves.add(parentNode);
                 }
             } else {
@@ -112,10 +118,15 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
     }
 
     @Override
-    public BlockKey nextVictim(Predicate<BlockKey> evictable) {
-        for (Node leaf : leaves) {
+    public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        for (Iterator<Node> it = leaves.iterator(); it.hasNext(); ) {
+            Node leaf = it.next();
             if (evictable.test(leaf.key)) {
                 return leaf.key;
+            }
+            if (held.test(leaf.key)) {
+                it.remove();
+                leaf.parked = true;
             }
         }
         return oldestOnACycle(evictable);
@@ -154,6 +165,17 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
             }
         }
         return best == null ? null : best.key;
+    }
+
+    @Override
+    public void unpark(BlockKey key) {
+        Node node = nodes.get(key);
+        if (node != null && node.parked) {
+            node.parked = false;
+            if (node.children == 0) {
+                leaves.add(node);
+            }
+        }
     }
 
     @Override

@@ -1,6 +1,7 @@
 package io.kvstore.eviction;
 
 import io.kvstore.block.BlockKey;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -20,6 +21,10 @@ import org.jspecify.annotations.Nullable;
  * contention, which only makes the policy's order slightly less exact. The policy can be replaced at
  * run time: the new one is fed every resident block, coldest first, so nothing is lost or reordered
  * more than the new policy's own rules require.
+ *
+ * <p>Pinned and leased blocks are set aside by the policy the first time a victim search passes them, so
+ * a tier full of held blocks costs a store one walk past them, not one per eviction; when a pin or lease
+ * ends ({@link #holdsEnded}) they rejoin the order where they belong.
  */
 public final class TierPolicy {
 
@@ -31,21 +36,26 @@ public final class TierPolicy {
     private final long capacityBytes;
     private final Function<BlockKey, @Nullable BlockKey> parentOf;
     private final ToIntFunction<BlockKey> bytesOf;
+    private final Predicate<BlockKey> held;
     private volatile EvictionPolicy policy;
 
     /**
      * @param capacityBytes the tier's capacity, for policies that weigh blocks by size
      * @param parentOf the parent key of a resident block (null for a first block), used on a switch
      * @param bytesOf a resident block's length
+     * @param held whether a block is pinned or leased now: such a block is set aside until {@link
+     *     #holdsEnded} reports it
      */
     public TierPolicy(
             EvictionPolicyKind kind,
             long capacityBytes,
             Function<BlockKey, @Nullable BlockKey> parentOf,
-            ToIntFunction<BlockKey> bytesOf) {
+            ToIntFunction<BlockKey> bytesOf,
+            Predicate<BlockKey> held) {
         this.capacityBytes = capacityBytes;
         this.parentOf = parentOf;
         this.bytesOf = bytesOf;
+        this.held = held;
         this.policy = kind.create(capacityBytes, bytesOf);
     }
 
@@ -123,7 +133,34 @@ public final class TierPolicy {
         lock.lock();
         try {
             drain();
-            return policy.nextVictim(evictable);
+            return policy.nextVictim(evictable, held);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * Pins or leases on {@code keys} ended: each that was set aside and is held no more may be evicted again.
+     * Called after the hold was dropped, and asks whether each block is still held before it takes the lock,
+     * so a search that set a block aside as it was being released is either followed by this call or saw
+     * the block unheld.
+     */
+    public void holdsEnded(List<BlockKey> keys) {
+        List<BlockKey> free = new ArrayList<>(keys.size());
+        for (BlockKey key : keys) {
+            if (!held.test(key)) {
+                free.add(key);
+            }
+        }
+        if (free.isEmpty()) {
+            return;
+        }
+        lock.lock();
+        try {
+            drain();
+            for (BlockKey key : free) {
+                policy.unpark(key);
+            }
         } finally {
             lock.unlock();
         }
