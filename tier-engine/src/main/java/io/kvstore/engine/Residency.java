@@ -15,11 +15,7 @@ import io.kvstore.tier.UnreadableCopyException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
@@ -56,7 +52,7 @@ final class Residency {
     void recover() {
         for (BlockTier tier : stack.all()) {
             List<BlockRecord> records = tier.recovered();
-            for (BlockRecord r : parentFirst(records)) {
+            for (BlockRecord r : ParentFirst.order(records)) {
                 CatalogEntry entry = catalog.entryFor(r.key(), r.parent(), r.length(), r.crc32c());
                 entry.addTier(tier.id());
                 events.copyAdded(tier.id(), r);
@@ -66,33 +62,6 @@ final class Residency {
                 log.info("tier {}: {} blocks back in the catalog after restart", tier.id(), records.size());
             }
         }
-    }
-
-    /**
-     * {@code records} with each block after its parent where the parent is among them: a tier gives them in
-     * its index's order (by hash), and each is announced as a copy added (KV events, which routers drop for
-     * a block whose parent they do not know yet).
-     */
-    static List<BlockRecord> parentFirst(List<BlockRecord> records) {
-        Map<BlockKey, BlockRecord> left = new HashMap<>(records.size() * 2);
-        for (BlockRecord r : records) {
-            left.put(r.key(), r);
-        }
-        List<BlockRecord> out = new ArrayList<>(records.size());
-        ArrayDeque<BlockRecord> chain = new ArrayDeque<>();
-        for (BlockRecord r : records) {
-            for (BlockRecord b = left.remove(r.key());
-                    b != null;
-                    b = b.parent() == null
-                            ? null
-                            : left.remove(new BlockKey(b.key().namespace(), b.parent()))) {
-                chain.push(b); // and its ancestors not yet placed, the root on top
-            }
-            while (!chain.isEmpty()) {
-                out.add(chain.pop());
-            }
-        }
-        return out;
     }
 
     /** The entry died while a copy was being written; the caller starts over or gives up. */
