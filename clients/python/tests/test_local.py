@@ -546,6 +546,28 @@ def test_the_http_paths_fetch_raises_for_a_block_that_failed_its_check_as_the_lo
         HttpDataPath(client).fetch(ns, hashes, out=out)
 
 
+def _store_with_a_late_copy(path, ns, blocks, at, late):
+    """Stores ``blocks`` through ``path`` while a stalled writer's copy of ``late`` lands at offset ``at`` after
+    the blocks were copied in and before their commit; returns the reservations made and the result."""
+    real_commit, real_reserve = path._ctl.commit, path._ctl.reserve
+    reserved = []
+
+    def reserve(*args, **kwargs):
+        r = real_reserve(*args, **kwargs)
+        reserved.append(r)
+        return r
+
+    def late_copy_then_commit(*args, **kwargs):
+        path.mem[at : at + late.nbytes] = late
+        return real_commit(*args, **kwargs)
+
+    path._ctl.commit, path._ctl.reserve = late_copy_then_commit, reserve
+    try:
+        return reserved, path.store(ns, blocks)
+    finally:
+        path._ctl.commit, path._ctl.reserve = real_commit, real_reserve
+
+
 def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, ns):
     """Over HTTP control calls (no fences): client A's reservation expires while it stalls; its slot goes to
     client B's block Y. A's late copy of block X lands after B's copy and before B's commit: the commit carries
@@ -560,23 +582,8 @@ def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve
         assert a.get("checksums", True)
         a_off = a["slots"][0]["offset"]
         time.sleep(3)  # A stalls: its reservation expires and its slot returns to the pool
-        real_commit, real_reserve = local._ctl.commit, local._ctl.reserve
-        offsets = []
-
-        def reserve(*args, **kwargs):
-            r = real_reserve(*args, **kwargs)
-            offsets.extend(s["offset"] for s in r["slots"])
-            return r
-
-        def late_write_then_commit(*args, **kwargs):  # B has copied Y in; A's copy lands now
-            local.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]
-            return real_commit(*args, **kwargs)
-
-        local._ctl.commit, local._ctl.reserve = late_write_then_commit, reserve
-        try:
-            result = local.store(ns, y_blocks)
-        finally:
-            local._ctl.commit, local._ctl.reserve = real_commit, real_reserve
+        reserved, result = _store_with_a_late_copy(local, ns, y_blocks, a_off, x_data[0])  # A's copy lands
+        offsets = [s["offset"] for r in reserved for s in r["slots"]]
         assert offsets == [a_off], "the freed slot was handed out again (the allocator reuses it first)"
         assert [h for h, _ in result.failed] == [y_hashes[0]]
         out = [np.zeros(SMALL.block_bytes, dtype=np.uint8)]
@@ -599,23 +606,7 @@ def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc
     finally:
         http.close()
     y_hashes, _, y_blocks = prompt(1, SMALL.block_bytes, seed=50)
-    real_commit, real_reserve = local._ctl.commit, local._ctl.reserve
-    seen = []
-
-    def reserve(*args, **kwargs):
-        r = real_reserve(*args, **kwargs)
-        seen.append(r)
-        return r
-
-    def late_write_then_commit(*args, **kwargs):
-        local.mem[a_off : a_off + SMALL.block_bytes] = x_data[0]
-        return real_commit(*args, **kwargs)
-
-    local._ctl.commit, local._ctl.reserve = late_write_then_commit, reserve
-    try:
-        result = local.store(ns, y_blocks)
-    finally:
-        local._ctl.commit, local._ctl.reserve = real_commit, real_reserve
+    seen, result = _store_with_a_late_copy(local, ns, y_blocks, a_off, x_data[0])
     assert [s["offset"] for s in seen[0]["slots"]] == [a_off] and seen[0]["checksums"]
     assert [h for h, _ in result.failed] == [y_hashes[0]]
     assert local.load(ns, y_hashes, [np.zeros(SMALL.block_bytes, dtype=np.uint8)]) == 0
