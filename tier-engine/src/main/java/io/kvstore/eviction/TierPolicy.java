@@ -37,6 +37,14 @@ public final class TierPolicy {
     private final Function<BlockKey, @Nullable BlockKey> parentOf;
     private final ToIntFunction<BlockKey> bytesOf;
     private final Predicate<BlockKey> held;
+    /** {@link #held} as victim searches ask it: noting first that a search got as far as asking. */
+    private final Predicate<BlockKey> heldAsked;
+    /**
+     * Set before a victim search first asks whether a block is held (so before it can set one aside): until
+     * then {@link #holdsEnded} has nothing to give back and skips the lock, as a tier never full does.
+     */
+    private volatile boolean askedHeld;
+
     private volatile EvictionPolicy policy;
 
     /**
@@ -56,6 +64,12 @@ public final class TierPolicy {
         this.parentOf = parentOf;
         this.bytesOf = bytesOf;
         this.held = held;
+        this.heldAsked = key -> {
+            if (!askedHeld) {
+                askedHeld = true;
+            }
+            return held.test(key);
+        };
         this.policy = kind.create(capacityBytes, bytesOf);
     }
 
@@ -133,7 +147,7 @@ public final class TierPolicy {
         lock.lock();
         try {
             drain();
-            return policy.nextVictim(evictable, held);
+            return policy.nextVictim(evictable, heldAsked);
         } finally {
             lock.unlock();
         }
@@ -146,6 +160,9 @@ public final class TierPolicy {
      * the block unheld.
      */
     public void holdsEnded(List<BlockKey> keys) {
+        if (!askedHeld) {
+            return; // nothing was ever set aside (the flag is written before a search reads a hold)
+        }
         List<BlockKey> free = new ArrayList<>(keys.size());
         for (BlockKey key : keys) {
             if (!held.test(key)) {
