@@ -162,19 +162,9 @@ class ClusterSettingsTest {
     void aNamespaceDeclaredAnewWithAnotherLayoutReplacesTheOldOneAndItsBlocks() throws Exception {
         try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "relayout", etcd.dir(), "/s6/");
                 Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
-            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
-            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
-            List<BlockHash> chain = ClusterNodes.chain(10, 8);
-            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
-            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            List<BlockHash> chain = declareAndStoreTen(node, 8);
             var key = PrefixMirror.bytes("/s6/settings/namespaces/llama");
-            String old = client.getKVClient()
-                    .get(key)
-                    .get(5, TimeUnit.SECONDS)
-                    .getKvs()
-                    .getFirst()
-                    .getValue()
-                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            String old = valueOf(client, key);
             // the same tenant's new declaration: two layers of 32 dims (blocks of the same size)
             String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
             assertThat(anew).isNotEqualTo(old);
@@ -183,10 +173,7 @@ class ClusterSettingsTest {
                     .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
                             .body()
                             .contains("\"layers\":2"));
-            var lookup = ClusterNodes.send(
-                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
-            assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
-            assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+            assertNothingMatched(node, chain);
         }
     }
 
@@ -201,19 +188,9 @@ class ClusterSettingsTest {
         try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "reowned", etcd.dir(), "/s10/");
                 Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
             // protected mode: this loopback client is tenant "local"
-            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
-            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
-            List<BlockHash> chain = ClusterNodes.chain(10, 9);
-            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
-            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            List<BlockHash> chain = declareAndStoreTen(node, 9);
             var key = PrefixMirror.bytes("/s10/settings/namespaces/llama");
-            String old = client.getKVClient()
-                    .get(key)
-                    .get(5, TimeUnit.SECONDS)
-                    .getKvs()
-                    .getFirst()
-                    .getValue()
-                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            String old = valueOf(client, key);
             String anew = old.replace("\"tenant\" : \"local\"", "\"tenant\" : \"other\"")
                     .replace("\"tenant\":\"local\"", "\"tenant\":\"other\"");
             assertThat(anew).isNotEqualTo(old);
@@ -240,11 +217,7 @@ class ClusterSettingsTest {
     void aNamespaceDeclaredAnewWithTheSameLayoutSeenInOneSnapshotDropsTheOldBlocks() throws Exception {
         try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "redeclared", etcd.dir(), "/s12/");
                 Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
-            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
-            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
-            List<BlockHash> chain = ClusterNodes.chain(10, 12);
-            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
-            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            List<BlockHash> chain = declareAndStoreTen(node, 12);
             ClusterSettings settings = node.context().getBean(ClusterSettings.class);
             Snapshot now = Snapshot.of(client, "/s12/settings/");
             settings.apply(now.entries(), now.created(), now.revision()); // as the watch applies it
@@ -256,10 +229,7 @@ class ClusterSettingsTest {
             assertThat(ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
                             .statusCode())
                     .isEqualTo(200);
-            var lookup = ClusterNodes.send(
-                    node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
-            assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
-            assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+            assertNothingMatched(node, chain);
         }
     }
 
@@ -272,11 +242,7 @@ class ClusterSettingsTest {
     void aNamespaceDeclaredAnewWhileOldBlocksAreLeasedHereIsReplacedOnceTheyAreReleased() throws Exception {
         try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "leased", etcd.dir(), "/s11/");
                 Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
-            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
-            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
-            List<BlockHash> chain = ClusterNodes.chain(10, 11);
-            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
-            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            List<BlockHash> chain = declareAndStoreTen(node, 11);
             var leased = ClusterNodes.send(
                     node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain.subList(0, 5), true));
             assertThat(leased.statusCode()).as(leased.body()).isEqualTo(200);
@@ -289,13 +255,7 @@ class ClusterSettingsTest {
                     .path("id")
                     .asString();
             var key = PrefixMirror.bytes("/s11/settings/namespaces/llama");
-            String old = client.getKVClient()
-                    .get(key)
-                    .get(5, TimeUnit.SECONDS)
-                    .getKvs()
-                    .getFirst()
-                    .getValue()
-                    .toString(java.nio.charset.StandardCharsets.UTF_8);
+            String old = valueOf(client, key);
             String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
             client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
             // the blocks not leased are dropped; the leased five hold the old declaration here
@@ -328,11 +288,7 @@ class ClusterSettingsTest {
     @Test
     void aWithdrawalSeenWhileItsBlocksArePinnedHereDeletesTheNamespaceOnceTheyAreUnpinned() throws Exception {
         try (ClusterNodes.Node node = ClusterNodes.start(etcd.endpoint(), "pinned", etcd.dir(), "/s13/")) {
-            var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
-            assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
-            List<BlockHash> chain = ClusterNodes.chain(10, 13);
-            var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
-            assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+            List<BlockHash> chain = declareAndStoreTen(node, 13);
             var pinned = ClusterNodes.send(
                     node.base(),
                     "POST",
@@ -419,5 +375,34 @@ class ClusterSettingsTest {
                         .isEqualTo("alpha");
             }
         }
+    }
+
+    /** Declares namespace "llama" on the node (201) and stores a 10-block chain of {@code seed} there (200). */
+    private static List<BlockHash> declareAndStoreTen(ClusterNodes.Node node, int seed) throws Exception {
+        var declared = ClusterNodes.send(node.base(), "PUT", "/v1/namespaces/llama", ClusterNodes.DECLARATION);
+        assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+        List<BlockHash> chain = ClusterNodes.chain(10, seed);
+        var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+        assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+        return chain;
+    }
+
+    /** A lookup of {@code chain} in "llama" on the node matches no block. */
+    private static void assertNothingMatched(ClusterNodes.Node node, List<BlockHash> chain) throws Exception {
+        var lookup =
+                ClusterNodes.send(node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false));
+        assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
+        assertThat(lookup.body()).contains("\"matchedBlocks\":0");
+    }
+
+    /** The value etcd holds at {@code key}, as text. */
+    private static String valueOf(Client client, io.etcd.jetcd.ByteSequence key) throws Exception {
+        return client.getKVClient()
+                .get(key)
+                .get(5, TimeUnit.SECONDS)
+                .getKvs()
+                .getFirst()
+                .getValue()
+                .toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 }

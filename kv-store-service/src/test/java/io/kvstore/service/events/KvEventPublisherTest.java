@@ -176,13 +176,15 @@ class KvEventPublisherTest {
         }
     }
 
+    /** An engine whose events queue holds 16 changes (so a burst overflows it), with 256 HBM and 64 DRAM blocks. */
+    private static EventedEngine withASixteenChangeQueue() throws Exception {
+        return new EventedEngine(
+                EventedEngine.config(16, Duration.ofMillis(500), EventEncoding.ARRAY, 100_000), BLOCK, 256, 64);
+    }
+
     @Test
     void anOverflowingQueueIsCountedAndEndsInAllBlocksCleared() throws Exception {
-        try (EventedEngine e = new EventedEngine(
-                        EventedEngine.config(16, Duration.ofMillis(500), EventEncoding.ARRAY, 100_000),
-                        BLOCK,
-                        256,
-                        64);
+        try (EventedEngine e = withASixteenChangeQueue();
                 TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
             sub.awaitConnected(e, WAIT);
             List<BlockKey> keys = new ArrayList<>();
@@ -225,11 +227,7 @@ class KvEventPublisherTest {
      */
     @Test
     void aReannouncedChainGoesOutParentFirst() throws Exception {
-        try (EventedEngine e = new EventedEngine(
-                        EventedEngine.config(16, Duration.ofMillis(500), EventEncoding.ARRAY, 100_000),
-                        BLOCK,
-                        256,
-                        64);
+        try (EventedEngine e = withASixteenChangeQueue();
                 TestSubscriber sub = new TestSubscriber(e.publisher.endpoint(), e.publisher.replayEndpoint())) {
             sub.awaitConnected(e, WAIT);
             for (int i = 0; i < 150; i++) {
