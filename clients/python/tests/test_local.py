@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import grp
 import os
+import socket
 import stat
+import struct
 import time
 
 import numpy as np
@@ -13,6 +15,7 @@ import pytest
 
 import kvstore
 from blocks import SMALL, prompt
+from kvstore._control import _hash, _str
 from kvstore.shm import HttpDataPath, LocalDataPath, data_path
 from service import Service
 
@@ -665,3 +668,34 @@ def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_
     finally:
         stalled.close()
         other.close()
+
+
+def test_a_reservation_whose_answer_never_reached_its_socket_client_goes_at_its_expiry(client, ns):
+    """A socket client that gave up on a RESERVE (its timeout: it closes that connection unread) never learns
+    the slots, so it cannot name the reservation; its anchor stays open. The reservation must still go back at
+    its expiry instead of staying fenced, held and counted against the tenant's quota, for the client's life."""
+    client.declare_namespace(ns, SMALL, hash_seed="0")
+    local = LocalDataPath(client)
+    try:
+        ctl = local._ctl
+        x_hashes, _, _ = prompt(1, SMALL.block_bytes, seed=51)
+        first = ctl.reserve(ns, [(x_hashes[0], None)], None)  # opens the anchor; the slot handed out first
+        off = first["slots"][0]["offset"]
+        ctl.cancel(first["reservationId"])
+        s, fenced = ctl._open()
+        assert fenced
+        s.shutdown(socket.SHUT_RD)  # the client stops waiting for the answer
+        body = _str(ns) + struct.pack("<qI", 1, 1) + _hash(x_hashes[0]) + _hash(None)
+        s.sendall(struct.pack("<IB", len(body) + 1, 2) + body)  # RESERVE, 1 s
+        time.sleep(3)  # expired while the client (its anchor) is connected
+        s.close()
+        deadline = time.monotonic() + 10
+        while True:
+            w = ctl.reserve(ns, [(x_hashes[0], None)], None)
+            ctl.cancel(w["reservationId"])
+            if [sl["offset"] for sl in w["slots"]] == [off] or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert [sl["offset"] for sl in w["slots"]] == [off], "a reservation no one learned of stays fenced"
+    finally:
+        local.close()

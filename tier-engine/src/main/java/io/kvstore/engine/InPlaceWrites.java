@@ -223,11 +223,20 @@ final class InPlaceWrites {
         return stack.get(stack.fastest()) instanceof MemoryTier && (existing == null || !existing.resident());
     }
 
-    /** See {@link TierEngine#putInPlace}; the caller checked {@link #canFillSlot}. */
+    /**
+     * See {@link TierEngine#putInPlace}; the caller checked {@link #canFillSlot}. Null, with nothing filled, when
+     * the free slot lies where an unfenced reservation expired: its writer may land bytes there between the fill
+     * and the checksum taken of the slot, so the caller copies the block in as a put (checksum of the source).
+     */
+    @Nullable
     TierId putInPlace(BlockKey key, @Nullable BlockHash parent, int length, TierEngine.SlotFiller filler)
             throws IOException {
         MemoryTier memory = stack.memory(stack.fastest());
         long offset = reserveWithRoom(memory, length);
+        if (leftByUnfencedExpiry(memory.id(), offset, length)) {
+            memory.releaseSlot(offset, length);
+            return null;
+        }
         try {
             filler.fill(memory.slot(offset, length));
         } catch (IOException | RuntimeException e) {
@@ -252,17 +261,21 @@ final class InPlaceWrites {
     }
 
     private boolean leftByUnfencedExpiry(TierId tier, Reservation.Slot slot) {
+        return leftByUnfencedExpiry(tier, slot.offset(), slot.block().length());
+    }
+
+    private boolean leftByUnfencedExpiry(TierId tier, long offset, int length) {
         ConcurrentSkipListMap<Long, Long> ranges = unfencedExpiries.get(tier);
         if (ranges == null) {
             return false;
         }
-        long end = slot.offset() + slot.block().length();
+        long end = offset + length;
         // any range that starts before this slot's end and ends after its start
         for (Map.Entry<Long, Long> e : ranges.headMap(end).descendingMap().entrySet()) {
-            if (e.getValue() > slot.offset()) {
+            if (e.getValue() > offset) {
                 return true;
             }
-            if (e.getKey() + longestUnfencedExpiry <= slot.offset()) {
+            if (e.getKey() + longestUnfencedExpiry <= offset) {
                 return false; // no range starting this early reaches the slot
             }
         }
@@ -312,11 +325,16 @@ final class InPlaceWrites {
             }
             BooleanSupplier writer = writers.get(r.id());
             if (writer != null && writer.getAsBoolean()) {
-                fenced.put(r.id(), r); // first: the reservation is never in neither map
-                if (reservations.remove(r.id(), r)) {
+                // moved in one step under the map's lock of that id: a commit or cancel takes it from one map
+                // or the other, never from both
+                boolean[] moved = {false};
+                reservations.computeIfPresent(r.id(), (id, open) -> {
+                    fenced.put(id, open);
+                    moved[0] = true;
+                    return null;
+                });
+                if (moved[0]) {
                     lapsed++;
-                } else {
-                    fenced.remove(r.id(), r); // committed or cancelled meanwhile
                 }
             } else {
                 if (writer == null) {

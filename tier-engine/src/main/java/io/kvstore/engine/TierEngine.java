@@ -248,20 +248,26 @@ public final class TierEngine implements AutoCloseable {
     /**
      * Stores a block whose bytes {@code filler} writes straight into a free slot of the fastest tier, saving
      * the copy {@link #put} makes; the slot is then checksummed and published exactly as a put would. A key
-     * already resident is filled into {@code scratch} instead and must have the same bytes.
+     * already resident is filled into {@code scratch} instead and must have the same bytes; so is a block whose
+     * free slot lies where an unfenced reservation expired (its writer may still land bytes there), then put.
      *
-     * @param scratch at least {@code length} bytes, used only when the block is already stored
+     * @param scratch at least {@code length} bytes, used when the block is already stored or its slot was left
+     *     by an unfenced reservation's expiry
      * @throws BlockConflictException when the key is already stored with other bytes
      */
     public TierId putInPlace(
             BlockKey key, @Nullable BlockHash parent, int length, SlotFiller filler, MemorySegment scratch)
             throws IOException {
-        if (!inPlace.canFillSlot(key)) {
-            MemorySegment bytes = scratch.asSlice(0, length);
-            filler.fill(bytes);
-            return put(key, parent, bytes);
+        if (inPlace.canFillSlot(key)) {
+            TierId tier = inPlace.putInPlace(key, parent, length, filler);
+            if (tier != null) {
+                return tier;
+            }
+            // the free slot is where a late writer may still land bytes: copied in, checksummed at the source
         }
-        return inPlace.putInPlace(key, parent, length, filler);
+        MemorySegment bytes = scratch.asSlice(0, length);
+        filler.fill(bytes);
+        return put(key, parent, bytes);
     }
 
     /**

@@ -401,6 +401,35 @@ class TierEngineInPlaceWriteTest {
     }
 
     @Test
+    void aStoreFilledInPlaceIntoASlotAnUnfencedReservationLeftNeverServesTheLateWritersBytes() throws Exception {
+        engine(1, Duration.ofMillis(50));
+        Reservation unfenced = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50));
+        long left = unfenced.slots().get(0).offset();
+        awaitExpired(unfenced);
+        MemorySegment bytes = TestBlocks.bytes(arena, 5, BLOCK);
+        BlockKey key = TestBlocks.key("other", 5);
+
+        engine.putInPlace(
+                key,
+                null,
+                BLOCK,
+                slot -> {
+                    MemorySegment.copy(bytes, 0, slot, 0, BLOCK);
+                    // the stalled writer of the expired reservation lands its copy after this fill
+                    MemorySegment.copy(TestBlocks.bytes(arena, 99, BLOCK), 0, dram.region(), left, BLOCK);
+                },
+                arena.allocate(BLOCK));
+
+        MemorySegment dst = arena.allocate(BLOCK);
+        try {
+            engine.get(key, dst);
+            assertThat(dst.mismatch(bytes)).as("the block's own bytes, or none").isEqualTo(-1);
+        } catch (ChecksumMismatchException dropped) {
+            assertThat(engine.info(key)).isNull();
+        }
+    }
+
+    @Test
     void aFillThatFailsReturnsItsSlotAndStoresNothing() throws Exception {
         engine(8, Duration.ofSeconds(30));
         BlockKey key = TestBlocks.key("ns", 9);

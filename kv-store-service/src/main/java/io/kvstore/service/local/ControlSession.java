@@ -61,6 +61,11 @@ final class ControlSession implements Runnable {
     private @Nullable String clientTenant;
     /** While it holds, this connection's client may still write: its reservations' slots stay fenced. */
     private @Nullable BooleanSupplier clientConnected;
+    /**
+     * The reservation the answer being sent names, until it is sent: a client that never got it (it gave up
+     * waiting and closed the connection) cannot name it, so it is cancelled rather than left to its fence.
+     */
+    private @Nullable String unsent;
     /** {@link TokenStore#revocations()} when the caller's token was last known valid. */
     private int revocationsSeen;
 
@@ -112,6 +117,7 @@ final class ControlSession implements Runnable {
                 }
                 ByteBuffer answer;
                 boolean close = false;
+                unsent = null;
                 try {
                     answer = answer(new Reader(body.flip()));
                 } catch (MalformedFrameException e) {
@@ -128,7 +134,13 @@ final class ControlSession implements Runnable {
                     answer = refusal(problems.describe(e), null);
                     close = caller == null; // not authenticated: nothing more is answered
                 }
-                send(answer);
+                try {
+                    send(answer);
+                } catch (IOException e) {
+                    cancelUnsent();
+                    throw e;
+                }
+                unsent = null;
                 if (close) {
                     return;
                 }
@@ -138,6 +150,20 @@ final class ControlSession implements Runnable {
         } finally {
             if (clientId != null && clientTenant != null) {
                 writers.closed(clientTenant, clientId);
+            }
+        }
+    }
+
+    /** Cancels the reservation whose answer could not be sent (its slots reached no one). */
+    private void cancelUnsent() {
+        String id = unsent;
+        Caller who = caller;
+        unsent = null;
+        if (id != null && who != null) {
+            try {
+                service.cancel(who, id);
+            } catch (RuntimeException e) {
+                log.debug("local control socket: cancelling unanswered reservation {}: {}", id, e.toString());
             }
         }
     }
@@ -224,6 +250,7 @@ final class ControlSession implements Runnable {
         in.end();
         ReserveRequest request = valid(new ReserveRequest(blocks, timeout));
         LocalPathService.ReserveResponse r = service.reserve(who, ns, request, clientConnected);
+        unsent = r.reservationId();
         Writer out = new Writer(ControlFrames.OK)
                 .str(r.regionId())
                 .str(r.reservationId())
