@@ -15,10 +15,8 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -126,22 +124,8 @@ class CorruptDemotionRaceTest {
         MemoryTier hbm = new MemoryTier(TierId.HBM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         BlockKey victim = TestBlocks.key("ns", 1);
-        List<String> removals = new CopyOnWriteArrayList<>();
-        AtomicReference<Runnable> onMoved = new AtomicReference<>();
-        EngineEvents events = new EngineEvents() {
-            @Override
-            public void copyRemoved(TierId tier, BlockKey key, int length) {
-                removals.add(tier + " " + key);
-            }
-
-            @Override
-            public void moved(TierId from, TierId to, long bytes, long nanos) {
-                Runnable hook = from == TierId.HBM && to == TierId.DRAM ? onMoved.getAndSet(null) : null;
-                if (hook != null) {
-                    hook.run();
-                }
-            }
-        };
+        RaceFixtures.Recorder events = new RaceFixtures.Recorder(TierId.HBM, TierId.DRAM);
+        List<String> removals = events.removed;
         List<BlockTier> tiers = List.of(hbm, dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
                 TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
@@ -151,7 +135,7 @@ class CorruptDemotionRaceTest {
             CompletableFuture<Void> read = new CompletableFuture<>();
             // once the demoter has copied the block to DRAM (and before it finishes the move), a late write
             // lands on the HBM slot and a client reads the block: the read drops the HBM copy as corrupt
-            onMoved.set(() -> {
+            events.onMove(() -> {
                 MemorySegment slot = hbm.slot(hbm.offsetOf(victim), BLOCK);
                 slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
                 Thread.ofPlatform().start(() -> {
@@ -182,22 +166,8 @@ class CorruptDemotionRaceTest {
     void aReaderDroppingTheOnlyCopyAsCorruptWhileItIsDemotedKeepsTheGoodCopyBelow() throws Exception {
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         BlockKey victim = TestBlocks.key("ns", 1);
-        List<String> removals = new CopyOnWriteArrayList<>();
-        AtomicReference<Runnable> onMoved = new AtomicReference<>();
-        EngineEvents events = new EngineEvents() {
-            @Override
-            public void copyRemoved(TierId tier, BlockKey key, int length) {
-                removals.add(tier + " " + key);
-            }
-
-            @Override
-            public void moved(TierId from, TierId to, long bytes, long nanos) {
-                Runnable hook = from == TierId.DRAM && to == TierId.NVME ? onMoved.getAndSet(null) : null;
-                if (hook != null) {
-                    hook.run();
-                }
-            }
-        };
+        RaceFixtures.Recorder events = new RaceFixtures.Recorder(TierId.DRAM, TierId.NVME);
+        List<String> removals = events.removed;
         List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
                 TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
@@ -206,7 +176,7 @@ class CorruptDemotionRaceTest {
             CompletableFuture<Void> read = new CompletableFuture<>();
             // once the demoter has written the good copy to NVMe (and before it records it), a late write lands
             // on the DRAM slot and a client reads the block: the read drops the DRAM copy as corrupt
-            onMoved.set(() -> {
+            events.onMove(() -> {
                 MemorySegment slot = dram.slot(dram.offsetOf(victim), BLOCK);
                 slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
                 Thread.ofPlatform().daemon().start(() -> {

@@ -2,6 +2,9 @@ package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
+import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
@@ -14,7 +17,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the race tests share to force an interleaving: an engine whose fastest tier demotes at once, a small
@@ -24,6 +30,47 @@ import java.util.concurrent.TimeUnit;
 final class RaceFixtures {
 
     private RaceFixtures() {}
+
+    /**
+     * Engine events as the race tests watch them: each copy added and removed, as "TIER key", and a hook run once,
+     * on the mover's thread, when a move from one given tier to another has copied its block (before the move
+     * records it), which is where the tests make the other thread act.
+     */
+    static final class Recorder implements EngineEvents {
+        final List<String> added = new CopyOnWriteArrayList<>();
+        final List<String> removed = new CopyOnWriteArrayList<>();
+        private final TierId from;
+        private final TierId to;
+        private final AtomicReference<@Nullable Runnable> onMoved = new AtomicReference<>();
+
+        Recorder(TierId from, TierId to) {
+            this.from = from;
+            this.to = to;
+        }
+
+        /** Runs {@code hook} at the next move from {@code from} to {@code to}. */
+        void onMove(Runnable hook) {
+            onMoved.set(hook);
+        }
+
+        @Override
+        public void copyAdded(TierId tier, BlockRecord block) {
+            added.add(tier + " " + block.key());
+        }
+
+        @Override
+        public void copyRemoved(TierId tier, BlockKey key, int length) {
+            removed.add(tier + " " + key);
+        }
+
+        @Override
+        public void moved(TierId moveFrom, TierId moveTo, long bytes, long nanos) {
+            Runnable hook = moveFrom == from && moveTo == to ? onMoved.getAndSet(null) : null;
+            if (hook != null) {
+                hook.run();
+            }
+        }
+    }
 
     /**
      * An engine over {@code tiers} whose first (fastest) tier is LRU with watermarks 1.0 / 0.1, so it demotes

@@ -3,7 +3,6 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
-import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.tier.BlockTier;
@@ -14,9 +13,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -36,22 +33,8 @@ class WriteThroughDemotionRaceTest {
     void aCopyWrittenThroughWhileTheBlockIsDemotedIsAnnouncedOnce() throws Exception {
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         BlockKey key = TestBlocks.key("ns", 1);
-        List<String> added = new CopyOnWriteArrayList<>();
-        AtomicReference<Runnable> onMoved = new AtomicReference<>();
-        EngineEvents events = new EngineEvents() {
-            @Override
-            public void copyAdded(TierId tier, BlockRecord block) {
-                added.add(tier + " " + block.key());
-            }
-
-            @Override
-            public void moved(TierId from, TierId to, long bytes, long nanos) {
-                Runnable hook = from == TierId.DRAM && to == TierId.NVME ? onMoved.getAndSet(null) : null;
-                if (hook != null) {
-                    hook.run();
-                }
-            }
-        };
+        RaceFixtures.Recorder events = new RaceFixtures.Recorder(TierId.DRAM, TierId.NVME);
+        List<String> added = events.added;
         List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
         try (Arena arena = Arena.ofShared();
                 TierEngine engine = RaceFixtures.demotingEngine(tiers, events)) {
@@ -62,7 +45,7 @@ class WriteThroughDemotionRaceTest {
             CompletableFuture<TierId> put = new CompletableFuture<>();
             // the demoter has written the NVMe copy and not recorded it yet: a client stores the block again,
             // which copies it through to NVMe (the block is not recorded there)
-            onMoved.set(() -> {
+            events.onMove(() -> {
                 Thread.ofPlatform().daemon().start(() -> {
                     try {
                         put.complete(engine.put(key, null, bytes));
