@@ -14,6 +14,7 @@ import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.device.EmulatedDeviceCopier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
+import io.kvstore.tier.nvme.DeviceFileCopier;
 import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
 import io.kvstore.tier.nvme.StandInDeviceFileCopier;
@@ -35,6 +36,7 @@ import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -95,6 +97,17 @@ class DeviceStoragePathTest {
     /** HBM (8 blocks, emulated device) over DRAM over NVMe, HBM and NVMe joined by the stand-in copier. */
     static TierEngine open(Path dir, boolean readBack, EngineEvents events, StandInDeviceFileCopier[] copierOut)
             throws Exception {
+        return open(dir, readBack, events, copierOut, standIn -> standIn);
+    }
+
+    /** As above, HBM and NVMe joined by what {@code drive} makes of the stand-in copier. */
+    static TierEngine open(
+            Path dir,
+            boolean readBack,
+            EngineEvents events,
+            StandInDeviceFileCopier[] copierOut,
+            Function<StandInDeviceFileCopier, DeviceFileCopier> drive)
+            throws Exception {
         DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(8L * 65536), 4L * 65536);
         List<BlockTier> tiers = List.of(
                 hbm,
@@ -105,7 +118,8 @@ class DeviceStoragePathTest {
         settings.put(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, true));
         StandInDeviceFileCopier copier = new StandInDeviceFileCopier(hbm.region());
         copierOut[0] = copier;
-        return new TierEngine(tiers, settings, Duration.ofMinutes(2), events, Clock.systemUTC(), copier, readBack);
+        return new TierEngine(
+                tiers, settings, Duration.ofMinutes(2), events, Clock.systemUTC(), drive.apply(copier), readBack);
     }
 
     private TierEngine open(boolean readBack) throws Exception {
@@ -215,17 +229,8 @@ class DeviceStoragePathTest {
      */
     @Test
     void aCopyTheDriveCannotReadBackDuringADirectPromotionIsDroppedFromTheCatalog() throws Exception {
-        DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(8L * 65536), 4L * 65536);
-        List<BlockTier> tiers = List.of(
-                hbm,
-                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 16L * 65536, 4L * 65536),
-                new NvmeTier(nvmeConfig(dir)));
-        Map<TierId, TierSettings> settings = new EnumMap<>(TierId.class);
-        settings.put(TierId.HBM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, true));
-        settings.put(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 0.75, 0.5, true));
-        StandInDeviceFileCopier standIn = new StandInDeviceFileCopier(hbm.region());
         java.util.concurrent.atomic.AtomicBoolean cutAfterNextRead = new java.util.concurrent.atomic.AtomicBoolean();
-        io.kvstore.tier.nvme.DeviceFileCopier failingDrive = new io.kvstore.tier.nvme.DeviceFileCopier() {
+        Function<StandInDeviceFileCopier, DeviceFileCopier> failingDrive = standIn -> new DeviceFileCopier() {
             @Override
             public String name() {
                 return standIn.name();
@@ -274,13 +279,13 @@ class DeviceStoragePathTest {
                 count("unreadable " + tier);
             }
         };
-        try (TierEngine engine = new TierEngine(
-                tiers, settings, Duration.ofMinutes(2), ledger, Clock.systemUTC(), failingDrive, false)) {
+        StandInDeviceFileCopier[] standIn = new StandInDeviceFileCopier[1];
+        try (TierEngine engine = open(dir, false, ledger, standIn, failingDrive)) {
             List<BlockKey> keys = putChain(engine, 24);
             BlockKey first = keys.getFirst();
             NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
             assertThat(engine.info(first).tiers()).containsExactly(TierId.NVME);
-            standIn.damageNextRead();
+            standIn[0].damageNextRead();
             cutAfterNextRead.set(true);
             assertReadsBack(engine, first, 1); // served through host memory, then promoted straight to HBM
             engine.awaitMoves();
