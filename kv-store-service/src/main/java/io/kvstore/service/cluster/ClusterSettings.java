@@ -58,10 +58,10 @@ public final class ClusterSettings implements AutoCloseable {
     /** Namespace keys this node could not apply (pinned or leased blocks of the old declaration), logged once. */
     private final Set<String> refused = new HashSet<>();
     /** The last settings applied, applied again at each renewal while some namespace is refused. */
-    private Map<String, byte[]> lastEntries;
+    private @Nullable Settings last;
 
-    private Map<String, Long> lastCreated;
-    private long lastRevision;
+    /** Settings as the mirror handed them over: each key's value and create revision, at an etcd revision. */
+    private record Settings(Map<String, byte[]> entries, Map<String, Long> created, long revision) {}
 
     public ClusterSettings(
             Client etcd,
@@ -91,8 +91,9 @@ public final class ClusterSettings implements AutoCloseable {
 
     /** Applies the last settings again while some namespace could not be applied (its blocks were held). */
     private synchronized void retryRefused() {
-        if (!refused.isEmpty() && lastEntries != null) {
-            apply(lastEntries, lastCreated, lastRevision);
+        Settings settings = last;
+        if (!refused.isEmpty() && settings != null) {
+            apply(settings.entries(), settings.created(), settings.revision());
         }
     }
 
@@ -190,9 +191,7 @@ public final class ClusterSettings implements AutoCloseable {
 
     /** Applies the settings as etcd held them at {@code revision} (the mirror's listener; tests call it). */
     synchronized void apply(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
-        lastEntries = entries;
-        lastCreated = created;
-        lastRevision = revision;
+        last = new Settings(entries, created, revision);
         Set<BlockKey> pinned = new HashSet<>();
         for (var e : entries.entrySet()) {
             String key = e.getKey();
