@@ -9,9 +9,11 @@ call. One connection per thread, authenticated once by its first frame with the 
 
 Every connection of one :class:`SocketControl` names the same random client id in its first frame, and one
 more connection (the anchor) stays open, idle, for the client's life. kvstore then fences the slots of this
-client's reservations: while any of its connections is open, no slot it reserved is given to anyone else,
-even after the reservation expired. So this client never needs to send CRC32Cs with its commits (a late
-copy of its own can only land in its own slots); the stores save one pass over the bytes.
+client's reservations: while the connection a reservation was granted on is open, no slot it reserved is given
+to anyone else, even after the reservation expired. So this client never needs to send CRC32Cs with its commits
+(a late copy of its own can only land in its own slots); the stores save one pass over the bytes. A connection
+closed on a timeout lifts the fences of the reservations granted on it: kvstore then asks whoever gets those
+slots next for CRC32Cs, and gives them back (with the tenant's quota) at their expiry, not at this client's exit.
 """
 
 from __future__ import annotations

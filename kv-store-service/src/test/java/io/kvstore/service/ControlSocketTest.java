@@ -33,6 +33,8 @@ import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.test.context.DynamicPropertySource;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
 
 /**
  * The local control socket over a real Unix socket: it is advertised by {@code GET /v1/local} with the tier
@@ -69,6 +71,7 @@ class ControlSocketTest {
     static final String BETA = "beta-token-0123456789";
     static final String[] ALPHA_HEADER = {"Authorization", "Bearer " + ALPHA};
     static final String[] BETA_HEADER = {"Authorization", "Bearer " + BETA};
+    static final String[] ADMIN_HEADER = {"Authorization", "Bearer admin-secret-0123456789"};
 
     @DynamicPropertySource
     static void dataDir(DynamicPropertyRegistry registry) {
@@ -244,6 +247,134 @@ class ControlSocketTest {
         try (Connection other = hello(ALPHA)) { // other connections go on
             assertThat(other.call(reserve("a-revoked", hashes.subList(1, 2))).kind())
                     .isEqualTo(ControlFrames.OK);
+        }
+    }
+
+    /** What a RESERVE answers a client that named itself: its single slot and whether it must send CRC32Cs. */
+    record Granted(String reservationId, long offset, boolean writerChecksums) {}
+
+    private static Granted granted(Reader r) {
+        assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+        r.str(); // region id
+        String id = r.str();
+        r.i64();
+        assertThat(r.u32()).isEqualTo(1);
+        r.hash();
+        long offset = r.i64();
+        r.u32();
+        assertThat(r.u32()).isZero(); // none stored before
+        boolean checksums = r.kind() == 1;
+        r.end();
+        return new Granted(id, offset, checksums);
+    }
+
+    private Connection named(String token, String clientId) throws Exception {
+        Connection c = new Connection(socket());
+        Reader ok = c.call(new Writer(ControlFrames.HELLO).str(token).str(clientId));
+        assertThat(ok.kind()).isEqualTo(ControlFrames.OK);
+        ok.str();
+        assertThat(ok.kind()).as("fenced").isEqualTo((byte) 1);
+        return c;
+    }
+
+    private static Writer reserve(String ns, BlockHash hash, long timeoutSeconds) {
+        return new Writer(ControlFrames.RESERVE)
+                .str(ns)
+                .i64(timeoutSeconds)
+                .u32(1)
+                .hash(hash.hex())
+                .hash(null);
+    }
+
+    /** A token of its own tenant, so that tenant's reserved bytes are this test's alone. */
+    private String issue(String tenant, String namespaces) throws Exception {
+        var issued = http().json(
+                        "POST",
+                        "/admin/tokens",
+                        "{\"tenant\":\"" + tenant + "\",\"write\":[\"" + namespaces + "\"],\"oneSided\":true}",
+                        ADMIN_HEADER);
+        assertThat(issued.statusCode()).as(issued.body()).isEqualTo(201);
+        return issued.body();
+    }
+
+    /** The tenant's bytes in reservations as {@code GET /admin/tenants} reports them (fenced slots included). */
+    private long reservedBy(String tenant) throws Exception {
+        var r = http().get("/admin/tenants", ADMIN_HEADER);
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        for (JsonNode t : JsonMapper.builder().build().readTree(r.body()).path("tenants")) {
+            if (t.path("tenant").asString().equals(tenant)) {
+                return t.path("reserved").asLong();
+            }
+        }
+        return 0;
+    }
+
+    /** Waits up to 10 s for the tenant's reserved bytes to fall to {@code bytes}; the last count seen. */
+    private long awaitReservedBy(String tenant, long bytes) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long now = reservedBy(tenant);
+        while (now != bytes && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            now = reservedBy(tenant);
+        }
+        return now;
+    }
+
+    @Test
+    void aReservationWhoseConnectionClosedBeforeItWasNamedGoesAtItsExpiryAndItsSlotAsksForChecksums() throws Exception {
+        String issued = issue("dropper", "d-*");
+        String token = TenantApiTest.field(issued, "token");
+        declare("d-dropped", new String[] {"Authorization", "Bearer " + token});
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 41)).getFirst();
+        try (Connection anchor = named(token, "client-dropper")) {
+            Granted dropped;
+            try (Connection call = named(token, "client-dropper")) {
+                // the answer reaches the socket, but the client gave up waiting: it closes the connection unread
+                dropped = granted(call.call(reserve("d-dropped", hash, 1)));
+                assertThat(reservedBy("dropper")).isEqualTo(TestLayout.BLOCK_BYTES);
+            }
+            // the client (its anchor) stays connected but can never name the reservation: at its expiry the
+            // slot goes back and the tenant's reserved quota with it, not at the client's exit
+            assertThat(awaitReservedBy("dropper", 0))
+                    .as("bytes still held for a reservation no one will name")
+                    .isZero();
+            // whoever gets the slot next may meet a late copy there, so it is told to send its CRC32Cs
+            Granted next = granted(anchor.call(reserve("d-dropped", hash, -1)));
+            assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
+            assertThat(next.writerChecksums()).isTrue();
+            assertThat(anchor.call(new Writer(ControlFrames.CANCEL).str(next.reservationId()))
+                            .kind())
+                    .isEqualTo(ControlFrames.OK);
+        }
+    }
+
+    @Test
+    void revokingAClientsTokenEndsItsFencesAndGivesItsReservedQuotaBack() throws Exception {
+        String issued = issue("revokee", "r-*");
+        String token = TenantApiTest.field(issued, "token");
+        declare("r-fenced", new String[] {"Authorization", "Bearer " + token});
+        declare("a-after-revoke", ALPHA_HEADER);
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 43)).getFirst();
+        try (Connection anchor = named(token, "client-revokee");
+                Connection call = named(token, "client-revokee")) {
+            Granted stalled = granted(call.call(reserve("r-fenced", hash, 1)));
+            Thread.sleep(2500); // expired while its client is connected: fenced, and counted
+            assertThat(reservedBy("revokee")).isEqualTo(TestLayout.BLOCK_BYTES);
+
+            var revoked = http().send(
+                            "DELETE", "/admin/tokens/" + TenantApiTest.field(issued, "id"), null, null, ADMIN_HEADER);
+            assertThat(revoked.statusCode()).as(revoked.body()).isEqualTo(204);
+            // its connections stay open and idle, yet the revoked client's fences end
+            assertThat(awaitReservedBy("revokee", 0))
+                    .as("bytes still fenced for a revoked token")
+                    .isZero();
+            try (Connection other = named(ALPHA, "client-after-revoke")) {
+                Granted next = granted(other.call(reserve("a-after-revoke", hash, -1)));
+                assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(stalled.offset());
+                assertThat(next.writerChecksums())
+                        .as("the revoked client may still be copying there")
+                        .isTrue();
+            }
         }
     }
 

@@ -21,7 +21,7 @@ import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
@@ -44,7 +44,7 @@ final class InPlaceWrites {
     private final Duration defaultTimeout;
     private final Map<String, Reservation> reservations = new ConcurrentHashMap<>();
     /** For reservations made with one: whether their writer may still be writing (see {@link #expire}). */
-    private final Map<String, BooleanSupplier> writers = new ConcurrentHashMap<>();
+    private final Map<String, Supplier<WriterState>> writers = new ConcurrentHashMap<>();
     /** Reservations past their time whose writer may still write: their slots stay out of use until it cannot. */
     private final Map<String, Reservation> fenced = new ConcurrentHashMap<>();
     /**
@@ -66,9 +66,12 @@ final class InPlaceWrites {
         this.defaultTimeout = defaultTimeout;
     }
 
-    /** See {@link TierEngine#reserve(List, TierId, Duration, BooleanSupplier)}. */
+    /** See {@link TierEngine#reserve(List, TierId, Duration, Supplier)}. */
     Reservation reserve(
-            List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, @Nullable BooleanSupplier writer)
+            List<InPlaceBlock> blocks,
+            TierId target,
+            @Nullable Duration timeout,
+            @Nullable Supplier<WriterState> writer)
             throws IOException {
         MemoryTier memory = stack.memory(target);
         Set<BlockKey> seen = new HashSet<>();
@@ -312,10 +315,12 @@ final class InPlaceWrites {
 
     /**
      * Ends every reservation whose time ran out before {@code now}; returns how many. Its slots return to the
-     * pool, except where its writer may still be writing ({@link TierEngine#reserve(List, TierId, Duration,
-     * BooleanSupplier)}): those stay fenced, out of every other reservation's reach, until the writer says so
-     * or can no longer write. A writer that stalled past the expiry can then only write into slots no block
-     * will ever be made of.
+     * pool, except where its writer is {@link WriterState#FENCED} ({@link TierEngine#reserve(List, TierId,
+     * Duration, Supplier)}): those stay out of every other reservation's reach until the writer says so or is
+     * fenced no more. A writer that stalled past the expiry can then only write into slots no block will ever
+     * be made of. Slots whose writer may still write unfenced (none watches it, or no longer) are remembered
+     * before they go back, so whoever gets one sends its CRC32Cs; only those of a writer that is
+     * {@link WriterState#GONE} go back clean.
      */
     int expire(Instant now) {
         int lapsed = 0;
@@ -323,8 +328,9 @@ final class InPlaceWrites {
             if (!r.expiresAt().isBefore(now)) {
                 continue;
             }
-            BooleanSupplier writer = writers.get(r.id());
-            if (writer != null && writer.getAsBoolean()) {
+            Supplier<WriterState> writer = writers.get(r.id());
+            WriterState state = writer == null ? WriterState.UNWATCHED : writer.get();
+            if (state == WriterState.FENCED) {
                 // moved in one step under the map's lock of that id: a commit or cancel takes it from one map
                 // or the other, never from both
                 boolean[] moved = {false};
@@ -337,14 +343,8 @@ final class InPlaceWrites {
                     lapsed++;
                 }
             } else {
-                if (writer == null) {
-                    // its writer may still land bytes there at any time: remembered before the slots go back
-                    var ranges = unfencedExpiries.computeIfAbsent(r.tier(), t -> new ConcurrentSkipListMap<>());
-                    for (Reservation.Slot slot : r.slots()) {
-                        longestUnfencedExpiry =
-                                Math.max(longestUnfencedExpiry, slot.block().length());
-                        ranges.merge(slot.offset(), slot.offset() + slot.block().length(), Math::max);
-                    }
+                if (state == WriterState.UNWATCHED) {
+                    rememberUnfenced(r); // before the slots go back
                 }
                 if (cancel(r.id())) {
                     lapsed++;
@@ -352,11 +352,29 @@ final class InPlaceWrites {
             }
         }
         for (Reservation r : fenced.values()) {
-            BooleanSupplier writer = writers.get(r.id());
-            if (writer == null || !writer.getAsBoolean()) {
+            Supplier<WriterState> writer = writers.get(r.id());
+            // none: named meanwhile (releaseFenced takes it from fenced first), nothing left to do
+            WriterState state = writer == null ? WriterState.GONE : writer.get();
+            if (state == WriterState.UNWATCHED) {
+                rememberUnfenced(r); // a fence lifted while its writer may still write; before the slots go back
+            }
+            if (state != WriterState.FENCED) {
                 releaseFenced(r.id());
             }
         }
         return lapsed;
+    }
+
+    /**
+     * Remembers an expired reservation's slots as ones its writer may still land bytes in at any time, before
+     * they go back to the pool: a reservation or an in-place fill given one later must not trust the bytes
+     * there to be its own writer's alone.
+     */
+    private void rememberUnfenced(Reservation r) {
+        var ranges = unfencedExpiries.computeIfAbsent(r.tier(), t -> new ConcurrentSkipListMap<>());
+        for (Reservation.Slot slot : r.slots()) {
+            longestUnfencedExpiry = Math.max(longestUnfencedExpiry, slot.block().length());
+            ranges.merge(slot.offset(), slot.offset() + slot.block().length(), Math::max);
+        }
     }
 }

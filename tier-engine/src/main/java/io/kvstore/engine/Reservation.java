@@ -13,7 +13,7 @@ import java.util.List;
  * @param writerChecksums whether the writer must send the CRC32C of each block's bytes with its commit to be
  *     safe from a late writer of an expired reservation: always, unless the reservation is fenced and none of
  *     its slots lies where an unfenced reservation expired ({@link TierEngine#reserve(List, TierId,
- *     java.time.Duration, java.util.function.BooleanSupplier)})
+ *     java.time.Duration, java.util.function.Supplier)})
  */
 public record Reservation(
         String id,

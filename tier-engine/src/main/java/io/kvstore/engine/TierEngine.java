@@ -28,7 +28,7 @@ import java.util.Set;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -433,15 +433,17 @@ public final class TierEngine implements AutoCloseable {
 
     /**
      * As {@link #reserve(List, TierId, Duration)}, for a writer that can tell whether it may still be writing:
-     * while {@code writerMayWrite} holds, the reservation's slots are not given to anyone else, even after its
-     * expiry (a commit or cancel naming it, which a writer sends once its copies are done, frees them at
-     * once). Such a writer is safe from a late writer without sending CRC32Cs: no slot it gets was left by a
-     * writer still at work. The same-host control socket passes "a connection of the writer's client is open".
+     * while {@code writer} answers {@link WriterState#FENCED}, the reservation's slots are not given to anyone
+     * else, even after its expiry (a commit or cancel naming it, which a writer sends once its copies are done,
+     * frees them at once). Such a writer is safe from a late writer without sending CRC32Cs: no slot it gets was
+     * left by a writer still at work. Expired slots whose writer answers {@link WriterState#UNWATCHED} go back
+     * remembered as an unfenced reservation's; {@link WriterState#GONE}, back clean. The same-host control
+     * socket answers from the connection the reservation was granted on and its client's other connections.
      */
     public Reservation reserve(
-            List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, BooleanSupplier writerMayWrite)
+            List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, Supplier<WriterState> writer)
             throws IOException {
-        return inPlace.reserve(blocks, target, timeout, writerMayWrite);
+        return inPlace.reserve(blocks, target, timeout, writer);
     }
 
     /** Whether the reservation still holds its slots (open, or expired but fenced for a writer still at work). */

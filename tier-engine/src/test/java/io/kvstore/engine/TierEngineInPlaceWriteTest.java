@@ -20,7 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -200,8 +200,8 @@ class TierEngineInPlaceWriteTest {
     @Test
     void anExpiredReservationWhoseWriterMayStillWriteKeepsItsSlotsFromEveryoneElseUntilItCannot() throws Exception {
         engine(2, Duration.ofMillis(50));
-        AtomicBoolean connected = new AtomicBoolean(true);
-        Reservation stalled = engine.reserve(chain(0, 2), TierId.DRAM, Duration.ofMillis(50), connected::get);
+        AtomicReference<WriterState> writer = new AtomicReference<>(WriterState.FENCED);
+        Reservation stalled = engine.reserve(chain(0, 2), TierId.DRAM, Duration.ofMillis(50), writer::get);
         awaitNoActiveReservations();
 
         // past its time: the commit is refused as before, but the slots are not anyone else's yet
@@ -212,7 +212,7 @@ class TierEngineInPlaceWriteTest {
                 .isInstanceOf(TierFullException.class);
 
         // the writer's client goes away: the next sweep frees the slots
-        connected.set(false);
+        writer.set(WriterState.GONE);
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (engine.fencedReservations() > 0 && System.nanoTime() < deadline) {
             Thread.sleep(20);
@@ -224,10 +224,60 @@ class TierEngineInPlaceWriteTest {
     }
 
     @Test
+    void aFenceLiftedWhileItsWriterMayStillWriteFreesTheSlotsButTheirNextWriterMustSendChecksums() throws Exception {
+        engine(2, Duration.ofMillis(50));
+        AtomicReference<WriterState> writer = new AtomicReference<>(WriterState.FENCED);
+        Reservation stalled = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), writer::get);
+        long left = stalled.slots().get(0).offset();
+        awaitNoActiveReservations();
+        assertThat(engine.fencedReservations()).isEqualTo(1);
+
+        // the connection it was granted on closed unnamed (or its token was revoked): no fence, not gone
+        writer.set(WriterState.UNWATCHED);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.holdsReservation(stalled.id()) && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.holdsReservation(stalled.id())).isFalse();
+        assertThat(dram.usedBytes()).isZero();
+
+        Reservation next = engine.reserve(chain(10, 2), TierId.DRAM, null, () -> WriterState.FENCED);
+        assertThat(next.slots()).extracting(Reservation.Slot::offset).contains(left);
+        assertThat(next.writerChecksums())
+                .as("the lifted fence's writer may still land bytes in that slot")
+                .isTrue();
+    }
+
+    @Test
+    void aWriterNotWatchedWhenItsReservationExpiresLeavesItsSlotsRememberedAsUnfenced() throws Exception {
+        engine(2, Duration.ofMillis(50));
+        Reservation unwatched =
+                engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), () -> WriterState.UNWATCHED);
+        Reservation gone = engine.reserve(chain(5, 1), TierId.DRAM, Duration.ofMillis(50), () -> WriterState.GONE);
+        awaitNoActiveReservations();
+        assertThat(engine.fencedReservations()).isZero();
+        assertThat(dram.usedBytes()).isZero();
+
+        Reservation next = engine.reserve(chain(10, 1), TierId.DRAM, null, () -> WriterState.FENCED);
+        Reservation after = engine.reserve(chain(20, 1), TierId.DRAM, null, () -> WriterState.FENCED);
+        Reservation atUnwatched =
+                next.slots().get(0).offset() == unwatched.slots().get(0).offset() ? next : after;
+        Reservation atGone = atUnwatched == next ? after : next;
+        assertThat(atUnwatched.slots().get(0).offset())
+                .isEqualTo(unwatched.slots().get(0).offset());
+        assertThat(atGone.slots().get(0).offset()).isEqualTo(gone.slots().get(0).offset());
+        assertThat(atUnwatched.writerChecksums()).isTrue();
+        assertThat(atGone.writerChecksums())
+                .as("a writer that is gone writes no more")
+                .isFalse();
+    }
+
+    @Test
     void aWriterThatNamesItsExpiredReservationAfterItsCopiesFreesTheFencedSlotsAtOnce() throws Exception {
         engine(2, Duration.ofMillis(50));
-        Reservation late = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), () -> true);
-        Reservation cancelled = engine.reserve(chain(5, 1), TierId.DRAM, Duration.ofMillis(50), () -> true);
+        Reservation late = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), () -> WriterState.FENCED);
+        Reservation cancelled =
+                engine.reserve(chain(5, 1), TierId.DRAM, Duration.ofMillis(50), () -> WriterState.FENCED);
         awaitNoActiveReservations();
         assertThat(engine.fencedReservations()).isEqualTo(2);
         Map<BlockKey, Integer> crcs = writeSlots(late);
@@ -246,11 +296,11 @@ class TierEngineInPlaceWriteTest {
         Reservation unfenced = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50));
         assertThat(unfenced.writerChecksums()).as("no fence: always").isTrue();
         long left = unfenced.slots().get(0).offset();
-        Reservation clean = engine.reserve(chain(5, 1), TierId.DRAM, null, () -> true);
+        Reservation clean = engine.reserve(chain(5, 1), TierId.DRAM, null, () -> WriterState.FENCED);
         assertThat(clean.writerChecksums()).isFalse();
         awaitExpired(unfenced);
 
-        Reservation fenced = engine.reserve(chain(10, 3), TierId.DRAM, null, () -> true);
+        Reservation fenced = engine.reserve(chain(10, 3), TierId.DRAM, null, () -> WriterState.FENCED);
 
         assertThat(fenced.slots()).extracting(Reservation.Slot::offset).contains(left);
         assertThat(fenced.writerChecksums())

@@ -9,6 +9,7 @@ import io.kvstore.engine.Lease;
 import io.kvstore.engine.Reservation;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.UnknownReservationException;
+import io.kvstore.engine.WriterState;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.error.InvalidRequestException;
@@ -27,7 +28,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Service;
 
@@ -87,8 +88,8 @@ public class OneSidedService {
 
     /**
      * As {@link #reserve(Caller, String, ReserveRequest, TierId, Runnable)}, for a writer that can tell whether
-     * it may still be writing: the slots then outlive the reservation's expiry while {@code writerMayWrite}
-     * holds (see {@link TierEngine#reserve(List, TierId, Duration, BooleanSupplier)}), and
+     * it may still be writing: the slots then outlive the reservation's expiry while {@code writer} answers
+     * {@link WriterState#FENCED} (see {@link TierEngine#reserve(List, TierId, Duration, Supplier)}), and
      * count against the tenant's reserved bytes until they go.
      */
     public Reserved reserve(
@@ -97,7 +98,7 @@ public class OneSidedService {
             ReserveRequest request,
             TierId tier,
             Runnable requireAvailable,
-            @Nullable BooleanSupplier writerMayWrite)
+            @Nullable Supplier<WriterState> writer)
             throws IOException {
         guard.requireWrite(caller, ns);
         guard.requireOneSided(caller);
@@ -134,9 +135,7 @@ public class OneSidedService {
                 pending -> usage.require(ns, tier, asked, pending));
         Reservation r;
         try {
-            r = writerMayWrite == null
-                    ? engine.reserve(wanted, tier, timeout)
-                    : engine.reserve(wanted, tier, timeout, writerMayWrite);
+            r = writer == null ? engine.reserve(wanted, tier, timeout) : engine.reserve(wanted, tier, timeout, writer);
         } catch (IllegalArgumentException e) {
             ledger.done(admitted);
             throw new InvalidRequestException("blocks", e.getMessage());
@@ -150,7 +149,7 @@ public class OneSidedService {
                 id,
                 (long) r.slots().size() * spec.blockBytes(),
                 r.expiresAt(),
-                writerMayWrite == null ? null : () -> engine.holdsReservation(id));
+                writer == null ? null : () -> engine.holdsReservation(id));
         return new Reserved(spec, r);
     }
 

@@ -1,6 +1,7 @@
 package io.kvstore.service.local;
 
 import io.kvstore.concurrent.IntervalLog;
+import io.kvstore.engine.WriterState;
 import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.ReserveRequest;
@@ -24,7 +25,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,6 +39,14 @@ import org.springframework.http.ProblemDetail;
  * the problem fields HTTP would give and the connection stays open; a connection that fails to authenticate
  * or sends a malformed frame gets an error frame and is closed, and so does one whose token is revoked (at
  * its next frame).
+ *
+ * <p>A client that names itself in its HELLO has the reservations granted on this connection fenced past their
+ * expiry ({@link WriterState}) while this connection is open, its token valid, and no connection of the client
+ * was closed by kvstore. Once this connection closes before they are named (the client gave up waiting for an
+ * answer: it may never learn them), its token is revoked, or kvstore closed one of the client's connections,
+ * the client may still be copying but will not name them: they go at their expiry as unfenced ones, whose
+ * slots ask their next writer for CRC32Cs. Only a client that closed every connection itself is gone, its
+ * slots clean.
  */
 final class ControlSession implements Runnable {
 
@@ -59,8 +68,14 @@ final class ControlSession implements Runnable {
     private @Nullable String clientId;
 
     private @Nullable String clientTenant;
-    /** While it holds, this connection's client may still write: its reservations' slots stay fenced. */
-    private @Nullable BooleanSupplier clientConnected;
+    /** The connections of the client this HELLO named, or null for a client that named none. */
+    private WriterConnections.@Nullable Client client;
+    /** What the writer of a reservation granted here is, for its fence; null for a client that named none. */
+    private @Nullable Supplier<WriterState> fence;
+    /** False once this connection closed: its reservations not yet named lose their fence. */
+    private volatile boolean open = true;
+    /** Whether kvstore ends this connection (a refusal), rather than the client. */
+    private boolean closedByService;
     /**
      * The reservation the answer being sent names, until it is sent: a client that never got it (it gave up
      * waiting and closed the connection) cannot name it, so it is cancelled rather than left to its fence.
@@ -99,6 +114,7 @@ final class ControlSession implements Runnable {
                 }
                 long length = Integer.toUnsignedLong(header.getInt(0));
                 if (length < 1 || length > maxFrame) {
+                    closedByService = true;
                     send(
                             length < 1
                                     ? refusal(
@@ -142,16 +158,42 @@ final class ControlSession implements Runnable {
                 }
                 unsent = null;
                 if (close) {
+                    closedByService = true;
                     return;
                 }
             }
         } catch (IOException e) {
             log.debug("local control connection ended: {}", e.toString());
         } finally {
-            if (clientId != null && clientTenant != null) {
-                writers.closed(clientTenant, clientId);
+            open = false; // before the client's count: the reservations granted here are never seen gone early
+            WriterConnections.Client c = client;
+            if (clientId != null && clientTenant != null && c != null) {
+                writers.closed(clientTenant, clientId, c, closedByService);
             }
         }
+    }
+
+    /**
+     * What the writer of a reservation granted on this connection is, asked by the engine's sweep once the
+     * reservation expired: fenced while this connection is open and its caller still admitted; gone once the
+     * client closed every connection itself; else it may still be copying but will not name the reservation.
+     */
+    private WriterState writerState(WriterConnections.Client c, Caller who, int revocationsAtHello) {
+        if (c.gone()) {
+            return WriterState.GONE;
+        }
+        if (!open || c.closedByService() || !admitted(who, revocationsAtHello)) {
+            return WriterState.UNWATCHED;
+        }
+        return WriterState.FENCED;
+    }
+
+    /** Whether the caller this connection authenticated is still let in (its token not revoked since). */
+    private boolean admitted(Caller who, int revocationsAtHello) {
+        if (who == Caller.LOCAL) {
+            return tokens.protectedMode();
+        }
+        return tokens.revocations() == revocationsAtHello || tokens.isLive(who.tokenId());
     }
 
     /** Cancels the reservation whose answer could not be sent (its slots reached no one). */
@@ -195,10 +237,14 @@ final class ControlSession implements Runnable {
             String regionId = service.describe(who).regionId();
             Writer hello = new Writer(ControlFrames.OK).str(regionId == null ? "" : regionId);
             if (!id.isEmpty()) {
-                clientConnected = writers.opened(who.tenant(), id);
+                WriterConnections.Client c = writers.opened(who.tenant(), id);
+                Caller admitted = who;
+                int revocationsAtHello = revocationsSeen;
+                fence = () -> writerState(c, admitted, revocationsAtHello);
+                client = c;
                 clientTenant = who.tenant();
                 clientId = id;
-                hello.u8(1); // this connection's reservations are fenced while the client is connected
+                hello.u8(1); // the reservations granted on this connection are fenced while it is open (writerState)
             }
             caller = who;
             return hello.finish();
@@ -249,7 +295,7 @@ final class ControlSession implements Runnable {
         }
         in.end();
         ReserveRequest request = valid(new ReserveRequest(blocks, timeout));
-        LocalPathService.ReserveResponse r = service.reserve(who, ns, request, clientConnected);
+        LocalPathService.ReserveResponse r = service.reserve(who, ns, request, fence);
         unsent = r.reservationId();
         Writer out = new Writer(ControlFrames.OK)
                 .str(r.regionId())
@@ -260,7 +306,7 @@ final class ControlSession implements Runnable {
             out.hash(slot.hash()).i64(slot.offset()).u32(slot.length());
         }
         hashes(out, r.alreadyStored());
-        if (clientConnected != null) {
+        if (fence != null) {
             out.u8(r.writerChecksums() ? 1 : 0); // fenced clients only: older ones end the answer above
         }
         return out.finish();

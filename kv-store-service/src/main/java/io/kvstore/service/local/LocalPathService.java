@@ -6,6 +6,7 @@ import io.kvstore.engine.Lease;
 import io.kvstore.engine.Reservation;
 import io.kvstore.engine.SlotLocation;
 import io.kvstore.engine.TierEngine;
+import io.kvstore.engine.WriterState;
 import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.OneSidedService;
@@ -17,7 +18,7 @@ import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 import org.springframework.stereotype.Service;
 
@@ -96,13 +97,13 @@ public class LocalPathService {
 
     /**
      * As {@link #reserve(Caller, String, ReserveRequest)} for a writer whose client is known to the control
-     * socket: while {@code writerConnected} holds, the slots are fenced off from everyone else even after the
-     * reservation expired, so that client's copies can never land in another block's slot.
+     * socket: while {@code writer} answers {@link WriterState#FENCED}, the slots are fenced off from everyone else
+     * even after the reservation expired, so that client's copies can never land in another block's slot.
      */
     public ReserveResponse reserve(
-            Caller caller, String ns, ReserveRequest request, @Nullable BooleanSupplier writerConnected)
+            Caller caller, String ns, ReserveRequest request, @Nullable Supplier<WriterState> writer)
             throws IOException {
-        Reservation r = oneSided.reserve(caller, ns, request, TIER, local::requireAvailable, writerConnected)
+        Reservation r = oneSided.reserve(caller, ns, request, TIER, local::requireAvailable, writer)
                 .reservation();
         List<Slot> slots = new ArrayList<>(r.slots().size());
         for (Reservation.Slot slot : r.slots()) {
