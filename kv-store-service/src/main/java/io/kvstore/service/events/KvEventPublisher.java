@@ -13,11 +13,9 @@ import java.util.ArrayDeque;
 import java.util.Arrays;
 import java.util.EnumMap;
 import java.util.HashMap;
-import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -40,7 +38,9 @@ import org.slf4j.LoggerFactory;
  * {@code BlockStored} per copy in the catalog, a few batches per round on the publisher thread, between the
  * live changes (never on a storing thread), each block after its parent (a router drops a block whose parent
  * it does not know). Changes made while the catalog is read go out after it, so a
- * subscriber that applies the stream in order ends with the catalog's view again.
+ * subscriber that applies the stream in order ends with the catalog's view again; a live store whose parent
+ * has not gone out yet waits for it, and a block whose parent the catalog no longer holds is not announced
+ * (docs/events.md, "re-announcement").
  */
 public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
@@ -83,10 +83,13 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     /** The re-announcement under way (publisher thread only), null when none. */
     private @Nullable Iterator<BlockInfo> resync;
     /**
-     * Blocks the re-announcement under way has announced, so that one reached again (as an ancestor, or by the
-     * catalog's iterator after its child) goes out once; emptied when it ends. Publisher thread only.
+     * What the re-announcement under way (and the live stores meanwhile) told subscribers of each block, so that
+     * one reached again (as an ancestor, or by the catalog's iterator after its child) goes out once; emptied
+     * when it ends. Publisher thread only.
      */
-    private final Set<BlockKey> reannounced = new HashSet<>();
+    private final AnnouncedBlocks announced = new AnnouncedBlocks();
+    /** Live stores of children whose parent is not re-announced yet (publisher thread only). */
+    private final WaitingStores waiting = new WaitingStores();
     /** A block and its ancestors not yet re-announced, the root on top (publisher thread only). */
     private final ArrayDeque<BlockInfo> chain = new ArrayDeque<>();
 
@@ -198,7 +201,8 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                     clearAll();
                     topics.forgetAll(); // a dropped namespaceDeleted mark must not pin an old declaration
                     resync = null;
-                    reannounced.clear();
+                    announced.clear();
+                    waiting.clear();
                     chain.clear();
                     resyncOwed = true;
                 }
@@ -226,18 +230,18 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
     }
 
     /**
-     * Announces the next {@link #RESYNC_PER_ROUND} copies of {@code blocks}, each block after those of its
-     * ancestors the catalog holds (the catalog's order is its map's, a child before its parent as often as
-     * not); ends the re-announcement at its end.
+     * Announces the next {@link #RESYNC_PER_ROUND} copies of {@code blocks} (and the rest of a chain begun),
+     * each block after those of its ancestors the catalog holds (the catalog's order is its map's, a child
+     * before its parent as often as not), and the live stores that waited for it; ends the re-announcement at
+     * its end. A chain is finished in the round it began: read from the catalog then, its blocks must go out
+     * before live changes made since.
      */
     private void reannounce(Iterator<BlockInfo> blocks) {
         batcher.begin();
         int n = 0;
-        while (n < RESYNC_PER_ROUND && (!chain.isEmpty() || blocks.hasNext())) {
+        while (!chain.isEmpty() || (n < RESYNC_PER_ROUND && blocks.hasNext())) {
             if (chain.isEmpty()) {
-                for (BlockInfo b = blocks.next(); b != null && reannounced.add(b.key()); b = parentOf(b)) {
-                    chain.push(b);
-                }
+                trace(blocks.next());
                 continue;
             }
             BlockInfo b = chain.pop();
@@ -245,20 +249,97 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                 batcher.stored(tier, b);
                 n++;
             }
+            String namespace = b.key().namespace();
+            long hash = b.key().hash().lastLong();
+            announced.mark(namespace, hash, AnnouncedBlocks.KNOWN | AnnouncedBlocks.REANNOUNCED);
+            releaseChildren(namespace, hash);
         }
         batcher.flush();
         resynced.increment(n);
         if (chain.isEmpty() && !blocks.hasNext()) {
+            int orphans = waiting.size();
             resync = null;
-            reannounced.clear();
+            announced.clear();
+            waiting.clear();
             resyncPending = false;
-            log.info("KV events: re-announced what the tiers hold after AllBlocksCleared");
+            log.info(
+                    "KV events: re-announced what the tiers hold after AllBlocksCleared ({} live stores of blocks"
+                            + " whose parent is gone not sent)",
+                    orphans);
         }
     }
 
-    private @Nullable BlockInfo parentOf(BlockInfo block) {
-        BlockHash parent = block.parent();
-        return parent == null ? null : lookup.apply(new BlockKey(block.key().namespace(), parent));
+    /**
+     * Pushes {@code block} and those of its ancestors subscribers have not been told of onto {@link #chain},
+     * the root on top; nothing when the block was re-announced already, or when an ancestor's parent is not in
+     * the catalog (an orphaned chain: a router would reject it, docs/events.md).
+     */
+    private void trace(BlockInfo block) {
+        String namespace = block.key().namespace();
+        if (announced.has(
+                namespace, block.key().hash().lastLong(), AnnouncedBlocks.REANNOUNCED | AnnouncedBlocks.ORPHANED)) {
+            return;
+        }
+        chain.push(block);
+        for (BlockInfo top = block; ; ) {
+            BlockHash parent = top.parent();
+            if (parent == null) {
+                return;
+            }
+            int flags = announced.flags(namespace, parent.lastLong());
+            if ((flags & AnnouncedBlocks.KNOWN) != 0) {
+                return;
+            }
+            BlockInfo p =
+                    (flags & AnnouncedBlocks.ORPHANED) != 0 ? null : lookup.apply(new BlockKey(namespace, parent));
+            if (p == null) {
+                for (BlockInfo orphan : chain) {
+                    announced.mark(namespace, orphan.key().hash().lastLong(), AnnouncedBlocks.ORPHANED);
+                }
+                chain.clear();
+                return;
+            }
+            chain.push(p);
+            top = p;
+        }
+    }
+
+    /**
+     * A live change while a re-announcement is under way: a store whose parent subscribers have not been told
+     * of waits for it (a router would drop it, and the catalog's iterator may not return a block stored after
+     * it began); a removal forgets the store of its copy that waits.
+     */
+    private void live(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored) {
+        if (!stored) {
+            waiting.cancel(namespace, hash, tier);
+            batcher.emit(tier, namespace, hash, false, 0, false);
+            return;
+        }
+        if (hasParent && !announced.has(namespace, parent, AnnouncedBlocks.KNOWN)) {
+            waiting.add(namespace, parent, tier, hash);
+            return;
+        }
+        batcher.emit(tier, namespace, hash, hasParent, parent, true);
+        announced.mark(namespace, hash, AnnouncedBlocks.KNOWN);
+        releaseChildren(namespace, hash);
+    }
+
+    /** Sends the live stores that waited for {@code parent}, and those that waited for them. */
+    private void releaseChildren(String namespace, long parent) {
+        ArrayDeque<Long> parents = new ArrayDeque<>();
+        for (long p = parent; ; p = parents.pop()) {
+            List<WaitingStores.Waiting> children = waiting.release(namespace, p);
+            if (children != null) {
+                for (WaitingStores.Waiting c : children) {
+                    batcher.emit(c.tier(), namespace, c.hash(), true, p, true);
+                    announced.mark(namespace, c.hash(), AnnouncedBlocks.KNOWN);
+                    parents.push(c.hash());
+                }
+            }
+            if (parents.isEmpty()) {
+                return;
+            }
+        }
     }
 
     /**
@@ -310,6 +391,15 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
         @Override
         public void accept(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored) {
+            if (resync != null) {
+                live(tier, namespace, hash, hasParent, parent, stored);
+            } else {
+                emit(tier, namespace, hash, hasParent, parent, stored);
+            }
+        }
+
+        /** Adds a change to the batch. */
+        void emit(TierId tier, String namespace, long hash, boolean hasParent, long parent, boolean stored) {
             Target target = last;
             if (target == null || !target.namespace.equals(namespace)) {
                 target = targets.get(namespace);
@@ -335,7 +425,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         /** Announces that {@code tier} holds {@code block}. */
         void stored(TierId tier, BlockInfo block) {
             BlockHash parent = block.parent();
-            accept(
+            emit(
                     tier,
                     block.key().namespace(),
                     block.key().hash().lastLong(),
