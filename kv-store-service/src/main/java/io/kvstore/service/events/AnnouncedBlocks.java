@@ -43,6 +43,11 @@ final class AnnouncedBlocks {
         byNamespace.computeIfAbsent(namespace, n -> new Table()).or(hash, flags);
     }
 
+    /** Forgets the blocks of one namespace (deleted). */
+    void forget(String namespace) {
+        byNamespace.remove(namespace);
+    }
+
     /** Forgets everything, giving the tables' memory back. */
     void clear() {
         byNamespace.clear();

@@ -387,6 +387,10 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
             targets.remove(namespace);
             last = null;
             topics.forget(namespace);
+            // its removals went out before this mark: subscribers know none of its blocks, and a store waiting for
+            // a parent of the old declaration waits for nothing
+            announced.forget(namespace);
+            waiting.forget(namespace);
         }
 
         @Override

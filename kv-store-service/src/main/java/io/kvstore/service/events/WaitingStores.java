@@ -73,6 +73,12 @@ final class WaitingStores {
         return n;
     }
 
+    /** Forgets the waiting stores of one namespace (deleted). */
+    void forget(String namespace) {
+        byParent.keySet().removeIf(b -> b.namespace().equals(namespace));
+        parents.keySet().removeIf(b -> b.namespace().equals(namespace));
+    }
+
     void clear() {
         byParent.clear();
         parents.clear();

@@ -37,4 +37,26 @@ class AnnouncedBlocksTest {
         blocks.clear();
         assertThat(blocks.bytes()).isZero();
     }
+
+    @Test
+    void aDeletedNamespacesBlocksAreForgottenAndNoOtherNamespaces() {
+        AnnouncedBlocks blocks = new AnnouncedBlocks();
+        blocks.mark("a", 7, AnnouncedBlocks.KNOWN);
+        blocks.mark("b", 7, AnnouncedBlocks.KNOWN | AnnouncedBlocks.REANNOUNCED);
+        blocks.forget("a");
+        assertThat(blocks.flags("a", 7)).isZero();
+        assertThat(blocks.flags("b", 7)).isEqualTo(AnnouncedBlocks.KNOWN | AnnouncedBlocks.REANNOUNCED);
+
+        WaitingStores waiting = new WaitingStores();
+        waiting.add("a", 1, io.kvstore.block.TierId.HBM, 2);
+        waiting.add("b", 1, io.kvstore.block.TierId.HBM, 2);
+        waiting.forget("a");
+        assertThat(waiting.release("a", 1))
+                .as("the deleted namespace's waiting store")
+                .isNull();
+        assertThat(waiting.release("b", 1))
+                .as("the other namespace's")
+                .containsExactly(new WaitingStores.Waiting(io.kvstore.block.TierId.HBM, 2));
+        assertThat(waiting.size()).isZero();
+    }
 }
