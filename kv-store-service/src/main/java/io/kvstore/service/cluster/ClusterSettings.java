@@ -8,7 +8,6 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
-import io.kvstore.service.namespace.NamespaceSpec;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -47,14 +46,11 @@ public final class ClusterSettings implements AutoCloseable {
     private final PrefixMirror mirror;
     private final Map<String, byte[]> applied = new TreeMap<>();
     /**
-     * Per namespace key applied: etcd's create revision of the declaration, and the spec object this node's
-     * registry held for it then. A later create revision means the namespace was deleted and declared anew; the
-     * same spec object still declared here means this node missed that delete (one told of it directly removed
-     * its declaration, and declared the new one as a new object).
+     * Per key applied: etcd's create revision of the setting. For a namespace, the registry also keeps on disk the
+     * create revision of the declaration its own was applied from ({@link NamespaceRegistry#clusterRevision}),
+     * so that a node restarted after the namespace was deleted and declared anew still tells the two apart.
      */
     private final Map<String, Long> generations = new TreeMap<>();
-
-    private final Map<String, NamespaceSpec> declaredAs = new TreeMap<>();
     /** Namespace keys this node could not apply (pinned or leased blocks of the old declaration), logged once. */
     private final Set<String> refused = new HashSet<>();
     /** The last settings applied, applied again at each renewal while some namespace is refused. */
@@ -222,9 +218,13 @@ public final class ClusterSettings implements AutoCloseable {
                             && owner != null
                             && declaration.tenant() != null
                             && !owner.equals(declaration.tenant());
-                    boolean redeclared = here != null
-                            && here == declaredAs.get(key)
-                            && !Objects.equals(generations.get(key), created.get(key));
+                    // a later create revision than the one this node's declaration was applied from: the namespace
+                    // was deleted and declared anew while this node missed the delete (one told of it directly
+                    // removed its declaration and declared the new one, which has no revision yet); kept on disk,
+                    // so a restart in between does not hide it
+                    Long appliedFrom = here == null ? null : namespaces.clusterRevision(ns);
+                    Long createdAt = created.get(key);
+                    boolean redeclared = appliedFrom != null && createdAt != null && !appliedFrom.equals(createdAt);
                     if (here != null && (!here.equals(spec) || reowned || redeclared)) {
                         // etcd declares it with another layout, for another tenant, or anew: deleted and declared
                         // anew through another node while this one missed the delete; its blocks are of the old
@@ -259,7 +259,9 @@ public final class ClusterSettings implements AutoCloseable {
                     if (outcome == NamespaceRegistry.Outcome.CREATED) {
                         log.info("cluster: namespace '{}' declared from the cluster settings", ns);
                     }
-                    declaredAs.put(key, namespaces.declared(ns));
+                    if (createdAt != null) {
+                        namespaces.recordClusterRevision(ns, createdAt);
+                    }
                     if (refused.remove(key)) {
                         log.info("cluster: namespace '{}' declared anew is applied here now", ns);
                     }
@@ -300,7 +302,6 @@ public final class ClusterSettings implements AutoCloseable {
         refused.retainAll(kept);
         applied.keySet().retainAll(kept);
         generations.keySet().retainAll(kept);
-        declaredAs.keySet().retainAll(kept);
         pins.wanted(pinned, revision);
     }
 

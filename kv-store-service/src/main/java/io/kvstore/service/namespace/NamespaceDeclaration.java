@@ -7,7 +7,10 @@ import java.util.List;
 /**
  * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
  * {@code namespaces.json}). {@code lora} and {@code extraKeys} (optional) name what the engine hashed into every
- * block beside the tokens; KV events carry them ({@code docs/events.md}).
+ * block beside the tokens; KV events carry them ({@code docs/events.md}). {@code clusterRevision} is kept on disk
+ * only, in cluster mode: etcd's create revision of the cluster's declaration this node's declaration was applied
+ * from, so that a node restarted after the namespace was deleted and declared anew (a new create revision) knows
+ * its blocks are of the deleted one; a client's value is ignored.
  */
 public record NamespaceDeclaration(
         String model,
@@ -17,7 +20,8 @@ public record NamespaceDeclaration(
         String durability,
         String tenant,
         @JsonInclude(JsonInclude.Include.NON_NULL) String lora,
-        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys) {
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys,
+        @JsonInclude(JsonInclude.Include.NON_NULL) Long clusterRevision) {
 
     /** {@code durability} values: acknowledged once in a tier (default), or once on the durable tier. */
     public static final String WRITE_BACK = "write-back";
@@ -87,7 +91,14 @@ public record NamespaceDeclaration(
                 spec.writeThrough() ? WRITE_THROUGH : WRITE_BACK,
                 tenant,
                 spec.lora(),
-                spec.extraKeys());
+                spec.extraKeys(),
+                null);
+    }
+
+    /** This declaration as kept on disk with {@code revision} (null: none) as its {@code clusterRevision}. */
+    public NamespaceDeclaration withClusterRevision(Long revision) {
+        return new NamespaceDeclaration(
+                model, layout, hashScheme, hashSeed, durability, tenant, lora, extraKeys, revision);
     }
 
     private static int required(Integer value, String field) {

@@ -43,6 +43,8 @@ public final class NamespaceRegistry {
     private final String slabSetting;
     private final Map<String, NamespaceSpec> specs = new ConcurrentHashMap<>();
     private final Map<String, String> owners = new ConcurrentHashMap<>();
+    /** Per namespace applied from a cluster's settings: etcd's create revision of that declaration. */
+    private final Map<String, Long> clusterRevisions = new ConcurrentHashMap<>();
 
     /**
      * @param maxBlockBytes the largest block every tier can hold (its smallest slab size)
@@ -71,6 +73,9 @@ public final class NamespaceRegistry {
             specs.put(name, declaration.toSpec());
             if (declaration.tenant() != null) {
                 owners.put(name, declaration.tenant());
+            }
+            if (declaration.clusterRevision() != null) {
+                clusterRevisions.put(name, declaration.clusterRevision());
             }
         });
         log.info("{} namespace(s) declared before restart: {}", specs.size(), new TreeMap<>(specs).keySet());
@@ -113,6 +118,7 @@ public final class NamespaceRegistry {
         if (tenant != null) {
             owners.put(name, tenant);
         }
+        clusterRevisions.remove(name); // a new declaration: not (yet) applied from a cluster's settings
         specs.put(name, spec);
         log.info(
                 "namespace {} declared: {} blocks of {} bytes, {}",
@@ -152,8 +158,31 @@ public final class NamespaceRegistry {
         save(next);
         specs.remove(name);
         owners.remove(name);
+        clusterRevisions.remove(name);
         log.info("namespace {} removed", name);
         return true;
+    }
+
+    /**
+     * etcd's create revision of the cluster declaration this node's declaration of {@code name} was applied from
+     * (kept across restarts), or null: not declared, declared here through the API since, or not in cluster mode.
+     */
+    public @Nullable Long clusterRevision(String name) {
+        return clusterRevisions.get(name);
+    }
+
+    /**
+     * Records (on disk first: 507 when it cannot be written) that this node's declaration of {@code name} is the
+     * cluster's declaration created at etcd revision {@code revision}; nothing when it is not declared.
+     */
+    public synchronized void recordClusterRevision(String name, long revision) {
+        if (!specs.containsKey(name) || Long.valueOf(revision).equals(clusterRevisions.get(name))) {
+            return;
+        }
+        Map<String, Long> next = new TreeMap<>(clusterRevisions);
+        next.put(name, revision);
+        save(declarations(next));
+        clusterRevisions.put(name, revision);
     }
 
     public Map<String, NamespaceSpec> all() {
@@ -161,8 +190,13 @@ public final class NamespaceRegistry {
     }
 
     private Map<String, NamespaceDeclaration> declarations() {
+        return declarations(clusterRevisions);
+    }
+
+    private Map<String, NamespaceDeclaration> declarations(Map<String, Long> revisions) {
         Map<String, NamespaceDeclaration> out = new TreeMap<>();
-        specs.forEach((name, spec) -> out.put(name, NamespaceDeclaration.of(spec, owners.get(name))));
+        specs.forEach((name, spec) -> out.put(
+                name, NamespaceDeclaration.of(spec, owners.get(name)).withClusterRevision(revisions.get(name))));
         return out;
     }
 

@@ -25,7 +25,9 @@ import tools.jackson.databind.json.JsonMapper;
  * signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
  * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without
  * the secret cannot claim another tenant's identity. The secret itself never travels; a signature is good
- * for its one method, path, caller and body within {@link #MAX_SKEW_SECONDS} of its timestamp.
+ * for its one method, path, caller and body within {@link #MAX_SKEW_SECONDS} of its timestamp. The path is the
+ * call's below the node's registered address, checked below the peer's servlet context path ({@link
+ * #signedPath}), so nodes served under {@code server.servlet.context-path} verify what their peers signed.
  */
 public final class PeerCredentials {
 
@@ -118,7 +120,7 @@ public final class PeerCredentials {
             throw new ForbiddenException("a forwarded caller needs a " + BODY + " header (the SHA-256 of the body, "
                     + "covered by " + SIGNATURE + "); nodes of older releases do not send it: upgrade every node");
         }
-        byte[] expected = mac(at, request.getMethod(), request.getRequestURI(), encoded, digest);
+        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest);
         if (!MessageDigest.isEqual(given, expected)) {
             throw new ForbiddenException("the forwarded caller's " + SIGNATURE
                     + " does not match: the calling node does not share this node's kvstore.cluster.secret");
@@ -132,6 +134,17 @@ public final class PeerCredentials {
         } catch (RuntimeException e) {
             throw new ForbiddenException("the forwarded caller cannot be read: " + e.getMessage());
         }
+    }
+
+    /**
+     * The path a signature covers: the request's path below this node's servlet context path, still encoded, as
+     * the calling node signed it (the path of its call below the address this node registered, which ends with
+     * that context path). Not the whole request URI: under a context path no signed call would match it.
+     */
+    static String signedPath(HttpServletRequest request) {
+        String uri = request.getRequestURI();
+        String context = request.getContextPath();
+        return context != null && !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
     }
 
     private byte[] mac(long at, String method, String path, String caller, String body) {

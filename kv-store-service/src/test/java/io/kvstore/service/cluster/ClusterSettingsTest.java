@@ -308,6 +308,74 @@ class ClusterSettingsTest {
         }
     }
 
+    /**
+     * A node keeps its namespaces and their NVMe blocks across a restart. Restarted against the same etcd, it keeps
+     * them when the cluster still declares the namespace as it applied it; but when the namespace was deleted and
+     * declared anew by the same tenant with the same layout while it was down (the same value, its key created
+     * again), it drops the old blocks, as every other node did at the delete, rather than answering blocks of a
+     * namespace that was deleted (before, the create revision it had applied was in memory only, and lost).
+     */
+    @Test
+    void aNamespaceDeclaredAnewWhileThisNodeWasDownDropsItsOldBlocksAtRestart() throws Exception {
+        java.nio.file.Path dir = etcd.dir().resolve("restart");
+        List<BlockHash> chain = ClusterNodes.chain(10, 14);
+        try (Client client = EtcdClients.connect(List.of(etcd.endpoint()))) {
+            try (ClusterNodes.Node node = startWithNvme(dir)) {
+                var declared = ClusterNodes.send(
+                        node.base(),
+                        "PUT",
+                        "/v1/namespaces/llama",
+                        ClusterNodes.DECLARATION.replace(
+                                "\"hashSeed\":\"0\"", "\"hashSeed\":\"0\",\"durability\":\"write-through\""));
+                assertThat(declared.statusCode()).as(declared.body()).isEqualTo(201);
+                var stored = ClusterNodes.store(node.base(), "llama", ClusterNodes.frames(chain, 0, 10));
+                assertThat(stored.statusCode()).as(stored.body()).isEqualTo(200);
+                awaitMatched(node, chain, 10); // the watch has applied the declaration
+            }
+            try (ClusterNodes.Node node = startWithNvme(dir)) {
+                awaitMatched(node, chain, 10);
+            }
+            // while the node is down: deleted through another node, and declared anew the same way
+            var key = PrefixMirror.bytes("/s14/settings/namespaces/llama");
+            String value = valueOf(client, key);
+            client.getKVClient().delete(key).get(5, TimeUnit.SECONDS);
+            client.getKVClient().put(key, PrefixMirror.bytes(value)).get(5, TimeUnit.SECONDS);
+            try (ClusterNodes.Node node = startWithNvme(dir)) {
+                await().atMost(Duration.ofSeconds(20))
+                        .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
+                                        .statusCode()
+                                == 200);
+                assertNothingMatched(node, chain);
+            }
+        }
+    }
+
+    /** Node "restart" of prefix "/s14/" with an NVMe tier, whose data (blocks included) survive a restart. */
+    private static ClusterNodes.Node startWithNvme(java.nio.file.Path dir) throws Exception {
+        int port = io.kvstore.service.ServiceProcesses.freePort();
+        List<String> args =
+                new java.util.ArrayList<>(ClusterNodes.args(etcd.endpoint(), "restart", port, dir, "/s14/"));
+        args.remove("--kvstore.tiers.nvme.enabled=false");
+        args.addAll(List.of(
+                "--kvstore.tiers.nvme.capacity=4MB",
+                "--kvstore.tiers.nvme.file-size=1MB",
+                "--kvstore.tiers.nvme.slab-size=256KB",
+                "--kvstore.tiers.nvme.io-threads=2"));
+        var context = new org.springframework.boot.builder.SpringApplicationBuilder(
+                        io.kvstore.service.KvStoreApplication.class)
+                .run(args.toArray(String[]::new));
+        return new ClusterNodes.Node("restart", port, context);
+    }
+
+    /** Waits until a lookup of {@code chain} in "llama" on the node matches {@code blocks} blocks. */
+    private static void awaitMatched(ClusterNodes.Node node, List<BlockHash> chain, int blocks) {
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> ClusterNodes.send(
+                                node.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson("llama", chain, false))
+                        .body()
+                        .contains("\"matchedBlocks\":" + blocks));
+    }
+
     /** The settings as etcd holds them now, as the mirror hands them to {@link ClusterSettings#apply}. */
     private record Snapshot(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
         static Snapshot of(Client client, String prefix) throws Exception {
