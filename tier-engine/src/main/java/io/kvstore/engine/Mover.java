@@ -534,7 +534,8 @@ final class Mover implements AutoCloseable {
         }
         if (newCopy) {
             TierId to = Objects.requireNonNull(copiedTo);
-            stack.policy(to).onInsert(key, entry.parentKey());
+            // a delete may drop the copy once it is recorded, before the policy hears of it (see Residency#store)
+            stack.policy(to).onInsertIfResident(key, entry.parentKey(), () -> entry.residentIn(to));
             events.demoted(from, to, entry.length());
         }
         if (outcome.clearedFrom() || droppedCorrupt) {

@@ -127,7 +127,8 @@ final class Residency {
                 throw e;
             }
             if (publish(entry, target, record)) {
-                stack.policy(target).onInsert(key, entry.parentKey());
+                // a delete may drop the copy before the policy hears of it: asked again under its lock
+                stack.policy(target).onInsertIfResident(key, entry.parentKey(), () -> entry.residentIn(target));
                 return new Stored(target, true, entry);
             }
             // The entry was deleted while we wrote; our copy is ours alone to remove, and the entry leaves

@@ -4,6 +4,7 @@ import io.kvstore.block.BlockKey;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
 import java.util.TreeSet;
@@ -24,6 +25,13 @@ import java.util.function.Predicate;
  * <p>Bad links are tolerated: a block that names itself as parent is its own root, and when no leaf can
  * be evicted the oldest evictable block on a parent cycle is (cycles have no leaf, so they would
  * otherwise stay forever; the service refuses both, this is the last line).
+ *
+ * <p>Cycles are kept track of, not searched for: a tier whose leaves are all held must refuse a store in
+ * constant time, not after a walk over every block it holds (a client retrying would cost that walk each
+ * time, under the tier's policy lock). A cycle can only close when a block arrives whose children are
+ * already here ({@code pendingChildren}), so such a block is noted, and only noted blocks are walked from,
+ * once each, by the next search that finds no leaf; blocks found on a cycle sit in a second tree by age
+ * (held ones set aside as leaves are), and a removal on a cycle takes the rest of that cycle out of it.
  */
 public final class PrefixAwarePolicy implements EvictionPolicy {
 
@@ -32,15 +40,24 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
     private final HashMap<BlockKey, Node> nodes = new HashMap<>();
     private final HashMap<BlockKey, Integer> pendingChildren = new HashMap<>();
     private final TreeSet<Node> leaves = new TreeSet<>(BY_AGE);
+    /** Blocks on a parent cycle, not set aside. */
+    private final TreeSet<Node> onCycles = new TreeSet<>(BY_AGE);
+    /** Blocks that arrived with children already here and may have closed a cycle: not yet walked from. */
+    private final HashSet<Node> mayCloseCycle = new HashSet<>();
+
     private long clock;
+    /** Nodes a victim search has looked at, for tests that bound its cost. */
+    private long visited;
 
     private static final class Node {
         final BlockKey key;
         final BlockKey parent;
         int children;
         long tick;
-        /** Set aside while held: out of {@link #leaves} until {@link #unpark}. */
+        /** Set aside while held: out of {@link #leaves} and {@link #onCycles} until {@link #unpark}. */
         boolean parked;
+        /** On a parent cycle (so in {@link #onCycles} unless parked). */
+        boolean onCycle;
 
         Node(BlockKey key, BlockKey parent) {
             this.key = key;
@@ -69,6 +86,8 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
         nodes.put(key, node);
         if (node.children == 0) {
             leaves.add(node);
+        } else {
+            mayCloseCycle.add(node);
         }
         if (parent != null) {
             Node parentNode = nodes.get(parent);
@@ -89,9 +108,13 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
             return;
         }
         boolean leaf = leaves.remove(node);
+        boolean cycle = node.onCycle && onCycles.remove(node);
         node.tick = ++clock;
         if (leaf) {
             leaves.add(node);
+        }
+        if (cycle) {
+            onCycles.add(node);
         }
     }
 
@@ -102,6 +125,15 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
             return;
         }
         leaves.remove(node);
+        mayCloseCycle.remove(node);
+        if (node.onCycle) {
+            onCycles.remove(node);
+            // the rest of the cycle is a chain now, ending at the parent link to this block
+            for (Node at = nodes.get(node.parent); at != null && at.onCycle; at = nodes.get(at.parent)) {
+                at.onCycle = false;
+                onCycles.remove(at);
+            }
+        }
         if (node.children > 0) {
             pendingChildren.put(key, node.children);
         }
@@ -121,6 +153,7 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
     public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
         for (Iterator<Node> it = leaves.iterator(); it.hasNext(); ) {
             Node leaf = it.next();
+            visited++;
             if (evictable.test(leaf.key)) {
                 return leaf.key;
             }
@@ -129,42 +162,59 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
                 leaf.parked = true;
             }
         }
-        return oldestOnACycle(evictable);
+        return oldestOnACycle(evictable, held);
+    }
+
+    /** The oldest evictable block on a parent cycle, or null; held ones passed over are set aside. */
+    private BlockKey oldestOnACycle(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        if (!mayCloseCycle.isEmpty()) {
+            findNewCycles();
+        }
+        for (Iterator<Node> it = onCycles.iterator(); it.hasNext(); ) {
+            Node node = it.next();
+            visited++;
+            if (evictable.test(node.key)) {
+                return node.key;
+            }
+            if (held.test(node.key)) {
+                it.remove();
+                node.parked = true;
+            }
+        }
+        return null;
     }
 
     /**
-     * The oldest evictable block on a parent cycle, or null. Parent links form a functional graph (one
-     * parent each), so one walk per node with three colours finds every cycle in linear time; it runs
-     * only when no leaf was evictable.
+     * Marks the cycles closed by the blocks in {@link #mayCloseCycle}, then forgets those blocks. Parent links
+     * form a functional graph (one parent each), so walks with three colours find every cycle through a
+     * walked block, each block visited at most once per call.
      */
-    private BlockKey oldestOnACycle(Predicate<BlockKey> evictable) {
-        HashMap<BlockKey, Integer> colour = new HashMap<>(); // 1 on the current walk, 2 done
-        Node best = null;
-        for (Node start : nodes.values()) {
-            if (colour.containsKey(start.key)) {
-                continue;
-            }
+    private void findNewCycles() {
+        HashMap<Node, Integer> colour = new HashMap<>(); // 1 on the current walk, 2 done
+        for (Node start : mayCloseCycle) {
             List<Node> path = new ArrayList<>();
             Node at = start;
-            while (at != null && !colour.containsKey(at.key)) {
-                colour.put(at.key, 1);
+            while (at != null && !at.onCycle && !colour.containsKey(at)) {
+                visited++;
+                colour.put(at, 1);
                 path.add(at);
                 at = at.parent == null ? null : nodes.get(at.parent);
             }
-            if (at != null && colour.get(at.key) == 1) {
+            if (at != null && Integer.valueOf(1).equals(colour.get(at))) {
                 // the walk closed a cycle: it runs from `at` to the end of the path
                 for (int i = path.indexOf(at); i < path.size(); i++) {
                     Node n = path.get(i);
-                    if (evictable.test(n.key) && (best == null || n.tick < best.tick)) {
-                        best = n;
+                    n.onCycle = true;
+                    if (!n.parked) {
+                        onCycles.add(n);
                     }
                 }
             }
             for (Node n : path) {
-                colour.put(n.key, 2);
+                colour.put(n, 2);
             }
         }
-        return best == null ? null : best.key;
+        mayCloseCycle.clear();
     }
 
     @Override
@@ -174,6 +224,9 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
             node.parked = false;
             if (node.children == 0) {
                 leaves.add(node);
+            }
+            if (node.onCycle) {
+                onCycles.add(node);
             }
         }
     }
@@ -190,6 +243,11 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
     @Override
     public int size() {
         return nodes.size();
+    }
+
+    /** How many nodes victim searches have looked at so far (for tests). */
+    long nodesVisited() {
+        return visited;
     }
 
     /** Whether the block has no resident child in this tier (for tests). */

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.function.ToIntFunction;
@@ -127,6 +128,27 @@ public final class TierPolicy {
         try {
             drain();
             policy.onInsert(key, parent);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * As {@link #onInsert}, unless the copy is gone by the time the lock is taken: a removal that dropped it
+     * after it was published and before this call has made its own {@link #onRemove} already (inserting
+     * now would track a block the tier does not hold, for good) or waits for this lock (and finds nothing).
+     * While the copy is still there when asked, any later removal drops it first and calls {@link
+     * #onRemove} after this insert.
+     *
+     * @param resident whether the copy is still published in this tier; asked under the lock
+     */
+    public void onInsertIfResident(BlockKey key, BlockKey parent, BooleanSupplier resident) {
+        lock.lock();
+        try {
+            drain();
+            if (resident.getAsBoolean()) {
+                policy.onInsert(key, parent);
+            }
         } finally {
             lock.unlock();
         }
