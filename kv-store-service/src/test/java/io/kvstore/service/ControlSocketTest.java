@@ -6,6 +6,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.service.local.ControlFrames;
 import io.kvstore.service.local.ControlFrames.Reader;
 import io.kvstore.service.local.ControlFrames.Writer;
+import io.kvstore.service.local.ControlSocketServer;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -27,6 +28,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
@@ -80,6 +82,9 @@ class ControlSocketTest {
 
     @LocalServerPort
     int port;
+
+    @Autowired
+    ControlSocketServer server;
 
     private Http http() {
         return new Http(port);
@@ -226,7 +231,7 @@ class ControlSocketTest {
     }
 
     @Test
-    void aConnectionWhoseTokenIsRevokedIsRefusedAtItsNextFrameAndClosed() throws Exception {
+    void aConnectionWhoseTokenIsRevokedIsClosedAndOtherConnectionsGoOn() throws Exception {
         String[] admin = {"Authorization", "Bearer admin-secret-0123456789"};
         var issued = http().json(
                         "POST", "/admin/tokens", "{\"tenant\":\"alpha\",\"write\":[\"a-*\"],\"oneSided\":true}", admin);
@@ -239,10 +244,8 @@ class ControlSocketTest {
             var revoked = http().send(
                             "DELETE", "/admin/tokens/" + TenantApiTest.field(issued.body(), "id"), null, null, admin);
             assertThat(revoked.statusCode()).as(revoked.body()).isEqualTo(204);
-            Problem p = problem(c.call(reserve("a-revoked", hashes.subList(1, 2))));
-            assertThat(p.status()).isEqualTo(401);
-            assertThat(p.detail()).contains("revoked");
-            assertThat(c.closedByService()).isTrue();
+            // closed at the revocation, before it sends another frame (one sent meanwhile is refused 401)
+            assertThat(awaitClosedByService(c)).isTrue();
         }
         try (Connection other = hello(ALPHA)) { // other connections go on
             assertThat(other.call(reserve("a-revoked", hashes.subList(1, 2))).kind())
@@ -346,6 +349,93 @@ class ControlSocketTest {
                             .kind())
                     .isEqualTo(ControlFrames.OK);
         }
+    }
+
+    @Test
+    void aSlotLeftByADroppedCallConnectionAsksForNoChecksumsOnceItsClientClosedEveryConnection() throws Exception {
+        String issued = issue("leaver", "l-*");
+        String token = TenantApiTest.field(issued, "token");
+        declare("l-left", new String[] {"Authorization", "Bearer " + token});
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 47)).getFirst();
+        Granted dropped;
+        try (Connection anchor = named(token, "client-leaver")) {
+            try (Connection call = named(token, "client-leaver")) {
+                dropped = granted(call.call(reserve("l-left", hash, 1))); // closed before it was named
+            }
+            assertThat(awaitReservedBy("leaver", 0)).isZero();
+            try (Connection other = named(token, "client-leaver-next")) {
+                Granted next = granted(other.call(reserve("l-left", hash, -1)));
+                assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
+                assertThat(next.writerChecksums())
+                        .as("the client that left it is still connected")
+                        .isTrue();
+                cancel(other, next);
+            }
+        } // the client closed every connection: its process writes no more
+
+        try (Connection other = named(token, "client-leaver-next")) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            Granted next;
+            do {
+                Thread.sleep(100);
+                next = granted(other.call(reserve("l-left", hash, -1)));
+                cancel(other, next);
+                assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
+            } while (next.writerChecksums() && System.nanoTime() < deadline);
+            assertThat(next.writerChecksums())
+                    .as("the only writer that left the slot is gone: no CRC32Cs asked for it")
+                    .isFalse();
+        }
+    }
+
+    private static void cancel(Connection c, Granted g) throws IOException {
+        assertThat(c.call(new Writer(ControlFrames.CANCEL).str(g.reservationId()))
+                        .kind())
+                .isEqualTo(ControlFrames.OK);
+    }
+
+    @Test
+    void revokingATokenClosesItsIdleConnectionsAndFreesTheirPlaces() throws Exception {
+        String issued = issue("idle-revokee", "i-*");
+        String token = TenantApiTest.field(issued, "token");
+        try (Connection anchor = named(token, "client-idle-revokee");
+                Connection unnamed = hello(token);
+                Connection other = hello(ALPHA)) {
+            int before = server.connections();
+
+            var revoked = http().send(
+                            "DELETE", "/admin/tokens/" + TenantApiTest.field(issued, "id"), null, null, ADMIN_HEADER);
+            assertThat(revoked.statusCode()).as(revoked.body()).isEqualTo(204);
+
+            // neither sends another frame, yet kvstore closes both at the revocation
+            assertThat(awaitClosedByService(anchor))
+                    .as("the idle anchor closed by kvstore")
+                    .isTrue();
+            assertThat(awaitClosedByService(unnamed))
+                    .as("a connection without a client id too")
+                    .isTrue();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (server.connections() > before - 2 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertThat(server.connections()).as("their places are free").isLessThanOrEqualTo(before - 2);
+            assertThat(other.call(new Writer(ControlFrames.CANCEL).str("none")).kind())
+                    .as("another token's connection stays open")
+                    .isEqualTo(ControlFrames.ERROR);
+        }
+    }
+
+    /** Waits up to 10 s for the service to close the connection; whether it did. */
+    private static boolean awaitClosedByService(Connection c) throws Exception {
+        c.channel.configureBlocking(false);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (System.nanoTime() < deadline) {
+            if (c.channel.read(ByteBuffer.allocate(1)) < 0) {
+                return true;
+            }
+            Thread.sleep(20);
+        }
+        return false;
     }
 
     @Test

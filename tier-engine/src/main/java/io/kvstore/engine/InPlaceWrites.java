@@ -20,7 +20,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentSkipListMap;
 import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
@@ -48,13 +47,11 @@ final class InPlaceWrites {
     /** Reservations past their time whose writer may still write: their slots stay out of use until it cannot. */
     private final Map<String, Reservation> fenced = new ConcurrentHashMap<>();
     /**
-     * Per memory tier, the byte ranges (start to end) of slots whose unfenced reservation expired: their writer
-     * may still land bytes there at any time, so a fenced writer given a slot that overlaps one must still send
-     * its CRC32Cs. Kept for the service's life (rare: only expiries of unfenced reservations add to it).
+     * The slots whose unfenced reservation expired, with who left them: their writer may still land bytes there
+     * at any time, so a fenced writer given a slot that overlaps one must still send its CRC32Cs. A socket
+     * client's are forgotten once it is gone; those of a writer no one watches stay for the service's life.
      */
-    private final Map<TierId, ConcurrentSkipListMap<Long, Long>> unfencedExpiries = new ConcurrentHashMap<>();
-    /** The longest of those ranges: how far before a slot a range that overlaps it can start. */
-    private volatile long longestUnfencedExpiry;
+    private final UnfencedSlots unfencedExpiries = new UnfencedSlots();
 
     InPlaceWrites(
             TierStack stack, Catalog catalog, Residency residency, Mover mover, Clock clock, Duration defaultTimeout) {
@@ -268,21 +265,7 @@ final class InPlaceWrites {
     }
 
     private boolean leftByUnfencedExpiry(TierId tier, long offset, int length) {
-        ConcurrentSkipListMap<Long, Long> ranges = unfencedExpiries.get(tier);
-        if (ranges == null) {
-            return false;
-        }
-        long end = offset + length;
-        // any range that starts before this slot's end and ends after its start
-        for (Map.Entry<Long, Long> e : ranges.headMap(end).descendingMap().entrySet()) {
-            if (e.getValue() > offset) {
-                return true;
-            }
-            if (e.getKey() + longestUnfencedExpiry <= offset) {
-                return false; // no range starting this early reaches the slot
-            }
-        }
-        return false;
+        return unfencedExpiries.overlaps(tier, offset, length);
     }
 
     private void releaseFenced(String reservationId) {
@@ -319,8 +302,8 @@ final class InPlaceWrites {
      * Duration, Supplier)}): those stay out of every other reservation's reach until the writer says so or is
      * fenced no more. A writer that stalled past the expiry can then only write into slots no block will ever
      * be made of. Slots whose writer may still write unfenced (none watches it, or no longer) are remembered
-     * before they go back, so whoever gets one sends its CRC32Cs; only those of a writer that is
-     * {@link WriterState#GONE} go back clean.
+     * before they go back, so whoever gets one sends its CRC32Cs, until every writer that left them is
+     * {@link WriterState#GONE}; the slots of a writer gone already go back clean.
      */
     int expire(Instant now) {
         int lapsed = 0;
@@ -344,7 +327,7 @@ final class InPlaceWrites {
                 }
             } else {
                 if (state == WriterState.UNWATCHED) {
-                    rememberUnfenced(r); // before the slots go back
+                    rememberUnfenced(r, writer); // before the slots go back
                 }
                 if (cancel(r.id())) {
                     lapsed++;
@@ -356,25 +339,25 @@ final class InPlaceWrites {
             // none: named meanwhile (releaseFenced takes it from fenced first), nothing left to do
             WriterState state = writer == null ? WriterState.GONE : writer.get();
             if (state == WriterState.UNWATCHED) {
-                rememberUnfenced(r); // a fence lifted while its writer may still write; before the slots go back
+                // a fence lifted while its writer may still write; before the slots go back
+                rememberUnfenced(r, writer);
             }
             if (state != WriterState.FENCED) {
                 releaseFenced(r.id());
             }
         }
+        unfencedExpiries.forgetGone(); // the slots of a client that closed every connection are clean again
         return lapsed;
     }
 
     /**
      * Remembers an expired reservation's slots as ones its writer may still land bytes in at any time, before
      * they go back to the pool: a reservation or an in-place fill given one later must not trust the bytes
-     * there to be its own writer's alone.
+     * there to be its own writer's alone. {@code writer} (null: none to ask, never forgotten) is who left them.
      */
-    private void rememberUnfenced(Reservation r) {
-        var ranges = unfencedExpiries.computeIfAbsent(r.tier(), t -> new ConcurrentSkipListMap<>());
+    private void rememberUnfenced(Reservation r, @Nullable Supplier<WriterState> writer) {
         for (Reservation.Slot slot : r.slots()) {
-            longestUnfencedExpiry = Math.max(longestUnfencedExpiry, slot.block().length());
-            ranges.merge(slot.offset(), slot.offset() + slot.block().length(), Math::max);
+            unfencedExpiries.remember(r.tier(), slot.offset(), slot.block().length(), writer);
         }
     }
 }

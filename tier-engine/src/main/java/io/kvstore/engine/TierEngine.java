@@ -437,8 +437,10 @@ public final class TierEngine implements AutoCloseable {
      * else, even after its expiry (a commit or cancel naming it, which a writer sends once its copies are done,
      * frees them at once). Such a writer is safe from a late writer without sending CRC32Cs: no slot it gets was
      * left by a writer still at work. Expired slots whose writer answers {@link WriterState#UNWATCHED} go back
-     * remembered as an unfenced reservation's; {@link WriterState#GONE}, back clean. The same-host control
-     * socket answers from the connection the reservation was granted on and its client's other connections.
+     * remembered as an unfenced reservation's, until {@code writer} answers {@link WriterState#GONE} (the same
+     * supplier is who left them; it must answer GONE only once its writer can write no more, and for good);
+     * {@link WriterState#GONE}, back clean. The same-host control socket answers from the connection the
+     * reservation was granted on and its client's other connections.
      */
     public Reservation reserve(
             List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, Supplier<WriterState> writer)

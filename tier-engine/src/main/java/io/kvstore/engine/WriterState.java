@@ -15,6 +15,9 @@ public enum WriterState {
      * as an unfenced reservation's, so whoever gets one must send its CRC32Cs.
      */
     UNWATCHED,
-    /** The writer can write no more (its process closed every connection): expired slots go back as clean. */
+    /**
+     * The writer can write no more (its process closed every connection), for good: expired slots go back as
+     * clean, and those it left remembered as unfenced earlier are forgotten.
+     */
     GONE
 }

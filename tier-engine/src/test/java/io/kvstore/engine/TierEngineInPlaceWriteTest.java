@@ -308,6 +308,61 @@ class TierEngineInPlaceWriteTest {
                 .isTrue();
     }
 
+    @Test
+    void aRememberedSlotIsForgottenOnlyOnceEveryWriterThatLeftItIsGone() throws Exception {
+        engine(1, Duration.ofMillis(50)); // one slot: every reservation below gets it
+        AtomicReference<WriterState> first = new AtomicReference<>(WriterState.UNWATCHED);
+        AtomicReference<WriterState> second = new AtomicReference<>(WriterState.UNWATCHED);
+        Reservation a = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), first::get);
+        awaitExpired(a);
+        Reservation b = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), second::get);
+        assertThat(b.slots().get(0).offset()).isEqualTo(a.slots().get(0).offset());
+        assertThat(b.writerChecksums()).isTrue();
+        awaitExpired(b);
+
+        // the first writer's client closed every connection; the second may still land a late copy there
+        first.set(WriterState.GONE);
+        Thread.sleep(300); // several sweeps
+        assertThat(nextWriterSendsChecksums())
+                .as("the second writer left the slot too and is not gone")
+                .isTrue();
+
+        second.set(WriterState.GONE);
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        boolean asked = true;
+        while (asked && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            asked = nextWriterSendsChecksums();
+        }
+        assertThat(asked)
+                .as("every writer that left the slot is gone: its next writer sends no CRC32Cs")
+                .isFalse();
+    }
+
+    @Test
+    void aSlotLeftByAWriterNoOneWatchesStaysRememberedWhenAnotherWriterThatLeftItIsGone() throws Exception {
+        engine(1, Duration.ofMillis(50));
+        Reservation http = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50)); // no writer to ask
+        awaitExpired(http);
+        AtomicReference<WriterState> socket = new AtomicReference<>(WriterState.UNWATCHED);
+        Reservation b = engine.reserve(chain(0, 1), TierId.DRAM, Duration.ofMillis(50), socket::get);
+        awaitExpired(b);
+
+        socket.set(WriterState.GONE);
+        Thread.sleep(300); // several sweeps
+
+        assertThat(nextWriterSendsChecksums())
+                .as("the writer without a client to watch may still write there")
+                .isTrue();
+    }
+
+    /** Whether a fenced writer given the (only) slot now is asked for its CRC32Cs; the slot is given back. */
+    private boolean nextWriterSendsChecksums() throws Exception {
+        Reservation r = engine.reserve(chain(0, 1), TierId.DRAM, null, () -> WriterState.FENCED);
+        assertThat(engine.cancel(r.id())).isTrue();
+        return r.writerChecksums();
+    }
+
     private void awaitExpired(Reservation r) throws InterruptedException {
         long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
         while (engine.holdsReservation(r.id()) && System.nanoTime() < deadline) {

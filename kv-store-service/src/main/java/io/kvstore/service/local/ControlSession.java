@@ -37,8 +37,8 @@ import org.springframework.http.ProblemDetail;
  * HTTP's {@code Authorization} header carries it), then each request frame is answered in turn from
  * {@link LocalPathService}, the code {@code /v1/local} answers from. A refused call gets an error frame with
  * the problem fields HTTP would give and the connection stays open; a connection that fails to authenticate
- * or sends a malformed frame gets an error frame and is closed, and so does one whose token is revoked (at
- * its next frame).
+ * or sends a malformed frame gets an error frame and is closed; one whose token is revoked is closed at the
+ * revocation ({@link ControlSocketServer} closes it, idle or not; a frame it sends meanwhile is refused).
  *
  * <p>A client that names itself in its HELLO has the reservations granted on this connection fenced past their
  * expiry ({@link WriterState}) while this connection is open, its token valid, and no connection of the client
@@ -74,8 +74,8 @@ final class ControlSession implements Runnable {
     private @Nullable Supplier<WriterState> fence;
     /** False once this connection closed: its reservations not yet named lose their fence. */
     private volatile boolean open = true;
-    /** Whether kvstore ends this connection (a refusal), rather than the client. */
-    private boolean closedByService;
+    /** Whether kvstore ends this connection (a refusal, a revoked token), rather than the client. */
+    private volatile boolean closedByService;
     /**
      * The reservation the answer being sent names, until it is sent: a client that never got it (it gave up
      * waiting and closed the connection) cannot name it, so it is cancelled rather than left to its fence.
@@ -247,6 +247,11 @@ final class ControlSession implements Runnable {
                 hello.u8(1); // the reservations granted on this connection are fenced while it is open (writerState)
             }
             caller = who;
+            if (who != Caller.LOCAL && tokens.revocations() != revocationsSeen && !tokens.isLive(who.tokenId())) {
+                // revoked while this HELLO was answered, maybe before the revocation looked for its connections
+                caller = null; // the connection closes after this answer
+                throw new UnauthorizedException("API token " + who.tokenId() + " was revoked");
+            }
             return hello.finish();
         }
         if (who == Caller.LOCAL && !tokens.protectedMode()) {
@@ -378,6 +383,25 @@ final class ControlSession implements Runnable {
             throw new InvalidRequestException(field, field + " " + first.getMessage());
         }
         return request;
+    }
+
+    /**
+     * Closes this connection, as kvstore ending it, when it authenticated with the token {@code tokenId} (just
+     * revoked); its thread then ends. Returns whether it did. Its client is never seen gone from it: the
+     * client's process may still be copying into the slots it was granted.
+     */
+    boolean closeIfAuthenticatedWith(String tokenId) {
+        Caller who = caller;
+        if (who == null || who == Caller.LOCAL || !who.tokenId().equals(tokenId)) {
+            return false;
+        }
+        closedByService = true; // before the close: the session's end reports it to the client's connections
+        try {
+            channel.close();
+        } catch (IOException e) {
+            log.debug("local control socket: closing a revoked token's connection failed: {}", e.toString());
+        }
+        return true;
     }
 
     /** Whether the connection has sent accepted credentials. */

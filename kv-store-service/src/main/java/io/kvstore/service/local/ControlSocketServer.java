@@ -20,7 +20,7 @@ import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Duration;
-import java.util.Set;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -63,7 +63,8 @@ public class ControlSocketServer implements SmartLifecycle {
     private final boolean cluster;
     private final int maxConnections;
     private final Duration helloTimeout;
-    private final Set<SocketChannel> open = ConcurrentHashMap.newKeySet();
+    /** The connections served now, each with its session. */
+    private final Map<SocketChannel, ControlSession> open = new ConcurrentHashMap<>();
     /** Closes connections that have not sent their credentials in time. */
     private final ScheduledExecutorService deadlines = Executors.newSingleThreadScheduledExecutor(
             Thread.ofPlatform().name("kvstore-control-deadlines").daemon().factory());
@@ -95,6 +96,22 @@ public class ControlSocketServer implements SmartLifecycle {
         this.maxConnections = properties.local().controlMaxConnections();
         this.helloTimeout = properties.local().controlHelloTimeout();
         this.cluster = cluster;
+        // a revoked token's connections are closed at once: an idle one (a client's anchor sends no frame) would
+        // otherwise hold its thread and its place among control-max-connections until the client exits
+        tokens.onRevocation(this::closeConnectionsOf);
+    }
+
+    /** Closes every connection authenticated with the token {@code tokenId}, as kvstore closing them. */
+    private void closeConnectionsOf(String tokenId) {
+        int closed = 0;
+        for (ControlSession session : open.values()) {
+            if (session.closeIfAuthenticatedWith(tokenId)) {
+                closed++;
+            }
+        }
+        if (closed > 0) {
+            log.info("local control socket: closed {} connection(s) of revoked API token {}", closed, tokenId);
+        }
     }
 
     @Override
@@ -178,9 +195,9 @@ public class ControlSocketServer implements SmartLifecycle {
                 }
                 continue;
             }
-            open.add(channel);
             ControlSession session = new ControlSession(
                     channel, service, tokens, problems, validator, maxFrame, malformedFrames, writers);
+            open.put(channel, session);
             deadlines.schedule(
                     () -> {
                         if (!session.authenticated()) {
@@ -218,7 +235,7 @@ public class ControlSocketServer implements SmartLifecycle {
         local.controlSocket(null);
         try {
             s.close();
-            for (SocketChannel c : open) {
+            for (SocketChannel c : open.keySet()) {
                 c.close();
             }
             if (p != null) {
@@ -232,6 +249,11 @@ public class ControlSocketServer implements SmartLifecycle {
     @Override
     public boolean isRunning() {
         return server != null;
+    }
+
+    /** The connections served now (each holds a thread and one of {@code control-max-connections}). */
+    public int connections() {
+        return open.size();
     }
 
     /** The socket's path while it listens, else null. */

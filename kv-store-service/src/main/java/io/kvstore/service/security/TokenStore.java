@@ -20,6 +20,7 @@ import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -53,6 +54,8 @@ public final class TokenStore {
     private final List<ApiToken> tokens = new CopyOnWriteArrayList<>();
     /** How many tokens were revoked since start: sessions that outlive a HELLO check again when it moves. */
     private volatile int revocations;
+    /** Told each revoked token's id, so connections that outlive their credentials can be closed at once. */
+    private final List<Consumer<String>> revocationListeners = new CopyOnWriteArrayList<>();
 
     public TokenStore(KvStoreProperties properties, JsonMapper json) {
         this.file = properties.dataDir().resolve("tokens.json");
@@ -177,8 +180,30 @@ public final class TokenStore {
         return new Issued(token, secret);
     }
 
-    /** Revokes an issued token; configured ones are refused (they would come back on restart). */
-    public synchronized void revoke(String id) {
+    /**
+     * Revokes an issued token; configured ones are refused (they would come back on restart). Once it is refused
+     * everywhere, each {@link #onRevocation} listener is told its id.
+     */
+    public void revoke(String id) {
+        remove(id);
+        for (Consumer<String> listener : revocationListeners) {
+            try {
+                listener.accept(id);
+            } catch (RuntimeException e) {
+                log.warn("API token {} revoked, but a listener failed: {}", id, e.toString());
+            }
+        }
+    }
+
+    /**
+     * Has {@code listener} told the id of each token revoked from now on, after the token is refused everywhere
+     * ({@link #revocations()} has moved). Called on the revoking thread, outside this store's lock.
+     */
+    public void onRevocation(Consumer<String> listener) {
+        revocationListeners.add(listener);
+    }
+
+    private synchronized void remove(String id) {
         ApiToken token = byId(id);
         if (token == null) {
             throw new NotFoundException("API token '" + id + "' is unknown or already revoked");
