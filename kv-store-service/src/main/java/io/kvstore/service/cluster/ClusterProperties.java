@@ -17,7 +17,8 @@ import org.springframework.validation.annotation.Validated;
  *
  * @param enabled join a cluster through etcd; false (the default) runs one node alone
  * @param endpoints etcd client URLs, e.g. {@code http://127.0.0.1:2379}
- * @param nodeName this node's name in the member set, unique in the cluster
+ * @param nodeName this node's name in the member set, unique in the cluster; peers sign the calls they
+ *     forward to it for this name, and it refuses those signed for another ({@code PeerCredentials})
  * @param advertisedAddress the base URL peers and engines reach this node's HTTP API at, e.g.
  *     {@code http://10.0.0.5:8080}
  * @param keyPrefix the etcd key prefix every kvstore key lives under; clusters sharing one etcd use

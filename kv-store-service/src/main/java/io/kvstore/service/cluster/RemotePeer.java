@@ -229,12 +229,15 @@ public final class RemotePeer implements Peer {
         return builder;
     }
 
-    /** The headers every node-to-node call carries: who forwards it, and the signed caller or the token. */
+    /**
+     * The headers every node-to-node call carries: who forwards it, and the caller signed for this peer's node
+     * name (what it registered, whatever address it is reached at) or the token.
+     */
     private Map<String, String> headers(Caller caller, String method, String path, String bearer, byte[] body) {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put(FORWARDED, self.name());
         if (credentials.configured()) {
-            headers.putAll(credentials.sign(method, path, caller, body));
+            headers.putAll(credentials.sign(member.name(), method, path, caller, body));
         } else if (bearer != null && !bearer.isBlank()) {
             headers.put("Authorization", "Bearer " + bearer);
         }

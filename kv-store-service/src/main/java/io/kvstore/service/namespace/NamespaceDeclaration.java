@@ -7,10 +7,10 @@ import java.util.List;
 /**
  * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
  * {@code namespaces.json}). {@code lora} and {@code extraKeys} (optional) name what the engine hashed into every
- * block beside the tokens; KV events carry them ({@code docs/events.md}). {@code clusterRevision} is kept on disk
- * only, in cluster mode: etcd's create revision of the cluster's declaration this node's declaration was applied
- * from, so that a node restarted after the namespace was deleted and declared anew (a new create revision) knows
- * its blocks are of the deleted one; a client's value is ignored.
+ * block beside the tokens; KV events carry them ({@code docs/events.md}). {@code clusterRevision} is only read, from a
+ * {@code namespaces.json} one release wrote it in (etcd's create revision a declaration was applied from, kept in
+ * {@code namespace-revisions.json} since: {@link NamespaceRegistry}); it is never written, and a client's value is
+ * ignored.
  */
 public record NamespaceDeclaration(
         String model,
@@ -93,12 +93,6 @@ public record NamespaceDeclaration(
                 spec.lora(),
                 spec.extraKeys(),
                 null);
-    }
-
-    /** This declaration as kept on disk with {@code revision} (null: none) as its {@code clusterRevision}. */
-    public NamespaceDeclaration withClusterRevision(Long revision) {
-        return new NamespaceDeclaration(
-                model, layout, hashScheme, hashSeed, durability, tenant, lora, extraKeys, revision);
     }
 
     private static int required(Integer value, String field) {

@@ -25,6 +25,10 @@ import tools.jackson.databind.json.JsonMapper;
  * before the change is visible: when the file cannot be written (a full disk) the change is refused with
  * 507 and nothing changed, in memory or after a restart. Each namespace belongs to the tenant that declared
  * it.
+ *
+ * <p>In cluster mode the etcd create revision each declaration was applied from is kept beside it, in {@code
+ * namespace-revisions.json}, not in {@code namespaces.json}: the previous release reads that file with a mapper
+ * that refuses unknown fields, so a field added there would stop a node rolled back from starting.
  */
 public final class NamespaceRegistry {
 
@@ -38,6 +42,9 @@ public final class NamespaceRegistry {
     }
 
     private final Path file;
+    /** The cluster revisions ({@link #clusterRevision}), apart from the declarations (see the class comment). */
+    private final Path revisionsFile;
+
     private final JsonMapper json;
     private final long maxBlockBytes;
     private final String slabSetting;
@@ -52,6 +59,7 @@ public final class NamespaceRegistry {
      */
     public NamespaceRegistry(Path dataDir, JsonMapper json, long maxBlockBytes, String slabSetting) {
         this.file = dataDir.resolve("namespaces.json");
+        this.revisionsFile = dataDir.resolve("namespace-revisions.json");
         this.json = json;
         this.maxBlockBytes = maxBlockBytes;
         this.slabSetting = slabSetting;
@@ -75,9 +83,32 @@ public final class NamespaceRegistry {
                 owners.put(name, declaration.tenant());
             }
             if (declaration.clusterRevision() != null) {
-                clusterRevisions.put(name, declaration.clusterRevision());
+                clusterRevisions.put(name, declaration.clusterRevision()); // written there by one release only
             }
         });
+        Map<String, Long> moved = new TreeMap<>(clusterRevisions);
+        if (Files.exists(revisionsFile)) {
+            Map<String, Long> revisions;
+            try {
+                revisions = json.readValue(revisionsFile.toFile(), new TypeReference<Map<String, Long>>() {});
+            } catch (RuntimeException e) {
+                throw new IllegalStateException(
+                        "cannot read namespace cluster revisions from " + revisionsFile + ": " + e.getMessage(), e);
+            }
+            revisions.forEach((name, revision) -> {
+                if (specs.containsKey(name)) {
+                    clusterRevisions.put(name, revision);
+                }
+            });
+        }
+        if (!moved.isEmpty()) {
+            // out of namespaces.json, which the next change rewrites without them
+            try {
+                saveRevisions(new TreeMap<>(clusterRevisions));
+            } catch (InsufficientStorageException e) {
+                log.warn("namespace cluster revisions stay in {} until {} can be written", file, revisionsFile);
+            }
+        }
         log.info("{} namespace(s) declared before restart: {}", specs.size(), new TreeMap<>(specs).keySet());
     }
 
@@ -112,13 +143,13 @@ public final class NamespaceRegistry {
             throw new ConflictException("namespace '" + name + "' is already declared as "
                     + NamespaceDeclaration.of(existing) + "; delete it first to change its layout");
         }
+        forgetClusterRevision(name); // a new declaration: not (yet) applied from a cluster's settings
         Map<String, NamespaceDeclaration> next = declarations();
         next.put(name, NamespaceDeclaration.of(spec, tenant));
         save(next);
         if (tenant != null) {
             owners.put(name, tenant);
         }
-        clusterRevisions.remove(name); // a new declaration: not (yet) applied from a cluster's settings
         specs.put(name, spec);
         log.info(
                 "namespace {} declared: {} blocks of {} bytes, {}",
@@ -153,12 +184,12 @@ public final class NamespaceRegistry {
         if (!specs.containsKey(name)) {
             return false;
         }
+        forgetClusterRevision(name);
         Map<String, NamespaceDeclaration> next = declarations();
         next.remove(name);
         save(next);
         specs.remove(name);
         owners.remove(name);
-        clusterRevisions.remove(name);
         log.info("namespace {} removed", name);
         return true;
     }
@@ -181,8 +212,21 @@ public final class NamespaceRegistry {
         }
         Map<String, Long> next = new TreeMap<>(clusterRevisions);
         next.put(name, revision);
-        save(declarations(next));
+        saveRevisions(next);
         clusterRevisions.put(name, revision);
+    }
+
+    /**
+     * Drops the revision of a declaration about to be removed or made anew, on disk before the declarations change:
+     * a stale one read back after a restart would take the new declaration for a deleted one, and drop its blocks.
+     */
+    private void forgetClusterRevision(String name) {
+        if (clusterRevisions.containsKey(name)) {
+            Map<String, Long> next = new TreeMap<>(clusterRevisions);
+            next.remove(name);
+            saveRevisions(next);
+            clusterRevisions.remove(name);
+        }
     }
 
     public Map<String, NamespaceSpec> all() {
@@ -190,23 +234,26 @@ public final class NamespaceRegistry {
     }
 
     private Map<String, NamespaceDeclaration> declarations() {
-        return declarations(clusterRevisions);
-    }
-
-    private Map<String, NamespaceDeclaration> declarations(Map<String, Long> revisions) {
         Map<String, NamespaceDeclaration> out = new TreeMap<>();
-        specs.forEach((name, spec) -> out.put(
-                name, NamespaceDeclaration.of(spec, owners.get(name)).withClusterRevision(revisions.get(name))));
+        specs.forEach((name, spec) -> out.put(name, NamespaceDeclaration.of(spec, owners.get(name))));
         return out;
     }
 
     private void save(Map<String, NamespaceDeclaration> declarations) {
+        write(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(declarations));
+    }
+
+    private void saveRevisions(Map<String, Long> revisions) {
+        write(revisionsFile, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(revisions));
+    }
+
+    private void write(Path to, byte[] bytes) {
         try {
-            DurableFiles.replace(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(declarations));
+            DurableFiles.replace(to, bytes);
         } catch (IOException e) {
-            log.warn("namespace change refused: cannot write {}: {}", file, e.toString());
+            log.warn("namespace change refused: cannot write {}: {}", to, e.toString());
             throw new InsufficientStorageException(
-                    "the namespace change was not made: cannot write " + file.getFileName() + " (" + e + ")", e);
+                    "the namespace change was not made: cannot write " + to.getFileName() + " (" + e + ")", e);
         }
     }
 }

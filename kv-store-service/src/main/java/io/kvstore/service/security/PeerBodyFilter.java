@@ -23,7 +23,7 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * Checks a call a cluster peer forwards ({@value PeerCredentials#CALLER}) before any handler reads its body:
- * first its signature over caller, method, path, body digest and time ({@link PeerCredentials#forwarded}:
+ * first its signature over caller, method, path, body digest, target node and time ({@link PeerCredentials#forwarded}:
  * 403 problem JSON when it is not valid, before a byte of the body is read, so a stranger cannot make this
  * node buffer bodies), then the body against the SHA-256 the signature covers ({@value PeerCredentials#BODY}):
  * it is read whole (held to the body limits by {@code BodySizeLimitFilter}, which runs first), hashed, and

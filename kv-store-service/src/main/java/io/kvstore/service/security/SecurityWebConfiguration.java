@@ -50,8 +50,11 @@ public class SecurityWebConfiguration implements WebMvcConfigurer {
     }
 
     @Bean
-    static PeerCredentials peerCredentials(@Value("${kvstore.cluster.secret:}") String secret, JsonMapper json) {
-        return new PeerCredentials(secret, json, Clock.systemUTC());
+    static PeerCredentials peerCredentials(
+            @Value("${kvstore.cluster.secret:}") String secret,
+            @Value("${kvstore.cluster.node-name:}") String node,
+            JsonMapper json) {
+        return new PeerCredentials(secret, node, json, Clock.systemUTC());
     }
 
     /** Checks a forwarded call's body against its signed digest before any handler reads it. */

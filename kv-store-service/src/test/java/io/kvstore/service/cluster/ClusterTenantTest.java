@@ -32,8 +32,9 @@ import tools.jackson.databind.json.JsonMapper;
  * authenticated to its peers signed with the cluster secret, and the peer enforces that caller's tenant
  * rules. Only node a knows alpha's and beta's tokens: alpha's blocks stored and fetched through a come
  * from b too; beta cannot fetch them through a; b refuses a forwarded caller without a valid signature,
- * and a validly signed beta is refused by b's own tenant check. Every endpoint of a cluster node,
- * including {@code blocks:probe} and {@code /admin/cluster}, refuses a request without a token.
+ * and a validly signed beta is refused by b's own tenant check; a call signed for a is refused by b. Every
+ * endpoint of a cluster node, including {@code blocks:probe} and {@code /admin/cluster}, refuses a request
+ * without a token.
  */
 class ClusterTenantTest {
 
@@ -147,8 +148,8 @@ class ClusterTenantTest {
                 .header(Peer.FORWARDED, "a")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body));
         if (secret != null) {
-            new PeerCredentials(secret, JSON, Clock.systemUTC())
-                    .sign("POST", path, caller, body)
+            new PeerCredentials(secret, "a", JSON, Clock.systemUTC())
+                    .sign("b", "POST", path, caller, body)
                     .forEach(builder::header);
         } else {
             String encoded =
@@ -191,6 +192,42 @@ class ClusterTenantTest {
         var unchanged = OnThePath.passOn(b.base(), signed, signed.body());
         assertThat(unchanged.statusCode()).as(new String(unchanged.body())).isEqualTo(200);
         assertThat(unchanged.body()).hasSize(1);
+    }
+
+    @Test
+    void aCallSignedForOneNodeIsRefusedByAnotherSharingTheSecret() throws Exception {
+        List<BlockHash> fresh = ClusterNodes.chain(1, 4242);
+        OnThePath.Captured signed;
+        try (OnThePath path = new OnThePath()) {
+            try {
+                // a store node b sends to node a, captured on its way to a
+                path.peer("a").store(ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+            } catch (RuntimeException | java.io.IOException ignored) {
+                // the party on the path answers nothing a store's answer is read from
+            }
+            signed = path.last();
+        }
+
+        // replayed to node b, which shares the secret but was never addressed: refused before it stores
+        var replayed = OnThePath.passOn(b.base(), signed, signed.body());
+        String detail = new String(replayed.body());
+        assertThat(replayed.statusCode()).as(detail).isEqualTo(403);
+        assertThat(replayed.headers().firstValue("Content-Type").orElse("")).startsWith("application/problem+json");
+        assertThat(JSON.readTree(detail).path("detail").asString())
+                .contains("signed for node 'a'")
+                .contains("this is node 'b'");
+
+        // a call without the signed target, as nodes of older releases send it: refused, saying to upgrade
+        Map<String, String> older = new java.util.LinkedHashMap<>(signed.headers());
+        older.keySet().removeIf(PeerCredentials.TARGET::equalsIgnoreCase);
+        var untargeted = OnThePath.passOn(
+                a.base(), new OnThePath.Captured(signed.method(), signed.path(), older, signed.body()), signed.body());
+        assertThat(untargeted.statusCode()).as(new String(untargeted.body())).isEqualTo(403);
+        assertThat(JSON.readTree(untargeted.body()).path("detail").asString()).contains("upgrade every node");
+
+        // the same call at the node it was signed for is taken
+        var addressed = OnThePath.passOn(a.base(), signed, signed.body());
+        assertThat(addressed.statusCode()).as(new String(addressed.body())).isEqualTo(200);
     }
 
     @Test

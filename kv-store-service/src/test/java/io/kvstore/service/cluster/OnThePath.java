@@ -53,15 +53,20 @@ final class OnThePath implements AutoCloseable {
 
     /** A peer "b" as node "a" calls it, with the cluster's secret; its calls come here. */
     RemotePeer peer() {
+        return peer("b");
+    }
+
+    /** The peer named {@code node} in the member set, as node "a" calls it; its calls come here. */
+    RemotePeer peer(String node) {
         return new RemotePeer(
-                new Member("b", "http://127.0.0.1:" + server.getAddress().getPort(), 1),
+                new Member(node, "http://127.0.0.1:" + server.getAddress().getPort(), 1),
                 new Member("a", "http://127.0.0.1:1", 1),
                 java.net.http.HttpClient.newHttpClient(),
                 JSON,
                 Duration.ofSeconds(10),
                 null,
                 null,
-                new PeerCredentials(ClusterNodes.SECRET, JSON, Clock.systemUTC()));
+                new PeerCredentials(ClusterNodes.SECRET, "a", JSON, Clock.systemUTC()));
     }
 
     /** The last request that came here. */

@@ -222,7 +222,7 @@ class PeerHttpTest {
                 timeout,
                 "peer-token",
                 "admin-token",
-                new PeerCredentials(null, json, Clock.systemUTC()));
+                new PeerCredentials(null, "a", json, Clock.systemUTC()));
     }
 
     private static List<BlockHash> hashes(int n) {
@@ -294,7 +294,7 @@ class PeerHttpTest {
                 Duration.ofSeconds(30),
                 "peer-token",
                 "admin-token",
-                new PeerCredentials(null, json, Clock.systemUTC()));
+                new PeerCredentials(null, "a", json, Clock.systemUTC()));
     }
 
     private static void probe(Peers peers, Member member) throws Exception {

@@ -34,6 +34,8 @@ import tools.jackson.databind.json.JsonMapper;
             "kvstore.tiers.nvme.enabled=false",
             "kvstore.transport.enabled=false",
             "kvstore.cluster.secret=" + ClusterNodes.SECRET,
+            // the name its peers sign their calls for (cluster mode itself is off: no etcd here)
+            "kvstore.cluster.node-name=b",
             "kvstore.tokens[0].tenant=alpha",
             "kvstore.tokens[0].token=alpha-token-0123456789",
             "kvstore.tokens[0].write=a-*"

@@ -36,6 +36,8 @@ import tools.jackson.databind.json.JsonMapper;
             "kvstore.tiers.nvme.enabled=false",
             "kvstore.transport.enabled=false",
             "kvstore.cluster.secret=" + ClusterNodes.SECRET,
+            // the name its peers sign their calls for (cluster mode itself is off: no etcd here)
+            "kvstore.cluster.node-name=b",
             "kvstore.tokens[0].tenant=alpha",
             "kvstore.tokens[0].token=alpha-token-0123456789",
             "kvstore.tokens[0].write=a-*"
@@ -79,7 +81,7 @@ class PeerSignedContextPathTest {
                 Duration.ofSeconds(10),
                 null,
                 null,
-                new PeerCredentials(ClusterNodes.SECRET, JSON, Clock.systemUTC()));
+                new PeerCredentials(ClusterNodes.SECRET, "a", JSON, Clock.systemUTC()));
     }
 
     private static byte[] frame(BlockHash hash, byte[] content) throws Exception {

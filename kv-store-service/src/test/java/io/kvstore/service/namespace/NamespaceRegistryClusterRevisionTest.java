@@ -1,0 +1,93 @@
+package io.kvstore.service.namespace;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import tools.jackson.core.type.TypeReference;
+import tools.jackson.databind.DeserializationFeature;
+import tools.jackson.databind.json.JsonMapper;
+
+/**
+ * The etcd create revision a namespace was applied from survives a restart, and keeping it leaves {@code
+ * namespaces.json} readable by the previous release, whose mapper refuses unknown fields (application.yaml:
+ * fail-on-unknown-properties), so that a node can be rolled back.
+ */
+class NamespaceRegistryClusterRevisionTest {
+
+    /** The service's mapper: a field it does not know is an error. */
+    private static final JsonMapper JSON = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .build();
+
+    private static final String DECLARATION = """
+            {"model":"m","layout":{"layers":1,"kvHeads":1,"headDim":64,"dtype":"float16","blockSize":16},
+             "hashScheme":"sha256_cbor","hashSeed":"0"}""";
+
+    /** {@code namespaces.json} as the release before the cluster revision reads it. */
+    record PreviousDeclaration(
+            String model,
+            NamespaceDeclaration.Layout layout,
+            String hashScheme,
+            String hashSeed,
+            String durability,
+            String tenant,
+            String lora,
+            List<String> extraKeys) {}
+
+    @TempDir
+    Path dir;
+
+    private NamespaceRegistry registry() {
+        return new NamespaceRegistry(dir, JSON, 1 << 20, "kvstore.tiers.dram.slab-size");
+    }
+
+    private static NamespaceSpec spec() {
+        return JSON.readValue(DECLARATION, NamespaceDeclaration.class).toSpec();
+    }
+
+    @Test
+    void aRecordedRevisionSurvivesARestartAndThePreviousReleaseStillReadsTheDeclarations() {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isEqualTo(42L);
+        assertThatCode(() -> JSON.readValue(
+                        dir.resolve("namespaces.json").toFile(),
+                        new TypeReference<Map<String, PreviousDeclaration>>() {}))
+                .as("namespaces.json read by the previous release (rolled back)")
+                .doesNotThrowAnyException();
+    }
+
+    @Test
+    void aNamespaceDeclaredAnewThroughTheApiHasNoRevisionAfterARestart() {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        registry.remove("ns");
+        registry.declare("ns", spec(), "alpha");
+
+        assertThat(registry.clusterRevision("ns")).isNull();
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isNull();
+    }
+
+    @Test
+    void aRevisionKeptInNamespacesJsonByTheReleaseThatPutItThereIsReadAndMovedOut() throws Exception {
+        java.nio.file.Files.writeString(
+                dir.resolve("namespaces.json"),
+                "{\"ns\":" + DECLARATION.replace("\"hashSeed\":\"0\"", "\"hashSeed\":\"0\",\"clusterRevision\":7")
+                        + "}");
+        NamespaceRegistry registry = registry();
+        assertThat(registry.clusterRevision("ns")).isEqualTo(7L);
+
+        registry.declare("other", spec(), "alpha"); // rewrites namespaces.json
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isEqualTo(7L);
+        assertThat(java.nio.file.Files.readString(dir.resolve("namespaces.json")))
+                .doesNotContain("clusterRevision");
+    }
+}
