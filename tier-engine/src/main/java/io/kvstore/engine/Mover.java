@@ -56,6 +56,11 @@ final class Mover implements AutoCloseable {
     private static final long ROOM_WAIT_NANOS = TimeUnit.SECONDS.toNanos(10);
 
     private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
+    /**
+     * Evictable blocks of another length a write into a full tier looks past for one of its own length before
+     * it takes the coldest: a same-length victim frees a slot the write can use at once.
+     */
+    private static final int PREFERRED_LOOKAHEAD = 8;
     /** Blocks demoted per group commit into a tier that batches writes. */
     private static final int DEMOTION_BATCH = 32;
 
@@ -367,14 +372,14 @@ final class Mover implements AutoCloseable {
 
     /**
      * Moves one block out of {@code id} by its policy: down to the next configured tier when there is
-     * one, else dropped. Blocks of {@code preferLength} go first, so the freed slot fits the waiting put.
+     * one, else dropped. A block of {@code preferLength} among the coldest few goes first, so the freed slot
+     * fits the waiting put ({@link #preferredVictim}).
      *
      * @return false when no block can be evicted
      */
     private boolean evictOne(TierId id, int preferLength) {
         TierPolicy policy = stack.policy(id);
-        BlockKey victim =
-                preferLength > 0 ? policy.nextVictim(k -> evictable(k, id) && lengthOf(k) == preferLength) : null;
+        BlockKey victim = preferLength > 0 ? preferredVictim(policy, id, preferLength) : null;
         if (victim == null) {
             victim = policy.nextVictim(k -> evictable(k, id));
         }
@@ -382,6 +387,32 @@ final class Mover implements AutoCloseable {
             return false;
         }
         return moveOut(id, victim);
+    }
+
+    /**
+     * The policy's first evictable block of {@code length} among its first {@link #PREFERRED_LOOKAHEAD} + 1
+     * evictable blocks, or null. Evictable blocks of another length are not set aside (nothing tells the
+     * policy when they would fit again), so a search that went on past them would walk a whole tier of
+     * another layout on every store, under the tier's policy lock; it gives up instead, and the caller evicts
+     * the coldest block. In a tier of one layout the first evictable block is the one taken, as before.
+     */
+    private @Nullable BlockKey preferredVictim(TierPolicy policy, TierId id, int length) {
+        int[] otherLengths = {0};
+        boolean[] gaveUp = {false};
+        BlockKey victim = policy.nextVictim(k -> {
+            if (gaveUp[0] || !evictable(k, id)) {
+                return false;
+            }
+            if (lengthOf(k) == length) {
+                return true;
+            }
+            if (++otherLengths[0] > PREFERRED_LOOKAHEAD) {
+                gaveUp[0] = true;
+                return true; // ends the walk; not a victim
+            }
+            return false;
+        });
+        return gaveUp[0] ? null : victim;
     }
 
     /**

@@ -47,6 +47,8 @@ public final class TierPolicy {
     private volatile boolean askedHeld;
 
     private volatile EvictionPolicy policy;
+    /** Blocks victim searches have asked {@code evictable} about, guarded by {@link #lock}. */
+    private long candidatesVisited;
 
     /**
      * @param capacityBytes the tier's capacity, for policies that weigh blocks by size
@@ -169,7 +171,25 @@ public final class TierPolicy {
         lock.lock();
         try {
             drain();
-            return policy.nextVictim(evictable, heldAsked);
+            return policy.nextVictim(
+                    key -> {
+                        candidatesVisited++;
+                        return evictable.test(key);
+                    },
+                    heldAsked);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * How many blocks victim searches have looked at since this tier started, over every policy it ran: what
+     * choosing victims cost (for diagnostics and tests that bound it).
+     */
+    public long candidatesVisited() {
+        lock.lock();
+        try {
+            return candidatesVisited;
         } finally {
             lock.unlock();
         }

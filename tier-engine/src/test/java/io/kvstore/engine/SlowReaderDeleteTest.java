@@ -3,16 +3,27 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
+import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
+import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -77,6 +88,116 @@ class SlowReaderDeleteTest {
             engine.get(key, out);
             assertThat(out.mismatch(bytes)).isEqualTo(-1);
             assertThat(dram.blockCount()).isEqualTo(1);
+        }
+    }
+
+    /**
+     * A promotion holds the block as a reader while it copies it up; a delete that lands as the new copy is
+     * recorded, on the promotion's own thread, outwaits its wait for readers and leaves the freeing to the
+     * last reader. The policy of the tier above must not keep the deleted copy: here it would be a child
+     * that keeps its prefix from ever being a leaf.
+     */
+    @Test
+    void aBlockDeletedAsItIsPromotedPastTheReaderWaitLeavesNoChildBehindItsPrefix() throws Exception {
+        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
+        Hook hook = new Hook();
+        MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = twoTiers(hbm, dram, true, hook)) {
+            BlockKey prefix = TestBlocks.key("ns", 1);
+            BlockKey suffix = TestBlocks.key("ns", 2);
+            engine.put(prefix, null, TestBlocks.bytes(arena, 1, BLOCK));
+            engine.put(suffix, prefix.hash(), TestBlocks.bytes(arena, 2, BLOCK), TierId.DRAM);
+            hook.when(
+                    TierId.HBM, suffix, () -> assertThat(engine.delete(suffix)).isTrue());
+
+            engine.read(suffix, (tier, record, bytes) -> tier); // a hit in DRAM: promoted to HBM
+            engine.awaitMoves();
+            assertThat(hook.ran()).as("the delete landed inside the promotion").isTrue();
+            awaitGone(engine, suffix, hbm, dram);
+
+            assertThat(engine.evict(TierId.HBM, 0, 1).blocks()).isEqualTo(1);
+            assertThat(Objects.requireNonNull(engine.info(prefix)).fastestTier())
+                    .as("the prefix, HBM's only leaf, was moved down")
+                    .isEqualTo(TierId.DRAM);
+        }
+    }
+
+    /** As a promotion, a write-through holds the block as a reader while it copies it to the durable tier. */
+    @Test
+    void aBlockDeletedAsItIsWrittenThroughPastTheReaderWaitLeavesNoChildBehindItsPrefix() throws Exception {
+        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
+        Hook hook = new Hook();
+        MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = twoTiers(hbm, dram, false, hook)) {
+            engine.setWriteThrough("ns", true);
+            BlockKey prefix = TestBlocks.key("ns", 1);
+            BlockKey suffix = TestBlocks.key("ns", 2);
+            engine.put(prefix, null, TestBlocks.bytes(arena, 1, BLOCK), TierId.DRAM);
+            hook.when(
+                    TierId.DRAM, suffix, () -> assertThat(engine.delete(suffix)).isTrue());
+
+            engine.put(suffix, prefix.hash(), TestBlocks.bytes(arena, 2, BLOCK)); // to HBM, then through to DRAM
+            assertThat(hook.ran())
+                    .as("the delete landed inside the write-through")
+                    .isTrue();
+            awaitGone(engine, suffix, hbm, dram);
+
+            assertThat(engine.evict(TierId.DRAM, 0, 1).blocks()).isEqualTo(1);
+            assertThat(engine.info(prefix))
+                    .as("the prefix, DRAM's only leaf, was dropped")
+                    .isNull();
+        }
+    }
+
+    /** HBM over DRAM, both prefix-aware and demoting only when asked; HBM promotes hits when told to. */
+    private static TierEngine twoTiers(MemoryTier hbm, MemoryTier dram, boolean promote, EngineEvents events) {
+        return new TierEngine(
+                List.of(hbm, dram),
+                Map.of(
+                        TierId.HBM, new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 1.0, 0.5, promote),
+                        TierId.DRAM, new TierSettings(EvictionPolicyKind.PREFIX_AWARE, 1.0, 0.5, false)),
+                Duration.ofMinutes(2),
+                events,
+                Clock.systemUTC());
+    }
+
+    /** Waits (10 s at most) until the last reader freed every slot of the deleted {@code key}. */
+    private static void awaitGone(TierEngine engine, BlockKey key, BlockTier... tiers) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (engine.info(key) != null || Arrays.stream(tiers).anyMatch(t -> t.contains(key))) {
+            assertThat(System.nanoTime()).as("slots never freed").isLessThan(deadline);
+            Thread.sleep(1);
+        }
+    }
+
+    /** Runs an action once, inside the recording of one copy (after it is published, before its policy hears). */
+    private static final class Hook implements EngineEvents {
+        private final AtomicReference<@Nullable String> copy = new AtomicReference<>();
+        private final AtomicReference<@Nullable Runnable> action = new AtomicReference<>();
+        private final AtomicBoolean ran = new AtomicBoolean();
+
+        void when(TierId tier, BlockKey key, Runnable run) {
+            copy.set(tier + " " + key);
+            action.set(run);
+        }
+
+        boolean ran() {
+            return ran.get();
+        }
+
+        @Override
+        public void copyAdded(TierId tier, BlockRecord block) {
+            if ((tier + " " + block.key()).equals(copy.get())) {
+                Runnable run = action.getAndSet(null);
+                if (run != null) {
+                    run.run();
+                    ran.set(true);
+                }
+            }
         }
     }
 }
