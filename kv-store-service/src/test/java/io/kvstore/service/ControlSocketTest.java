@@ -352,6 +352,32 @@ class ControlSocketTest {
     }
 
     @Test
+    void aMalformedFrameOnOneConnectionLiftsNoFenceOfTheClientsOtherConnections() throws Exception {
+        String issued = issue("stumbler", "s-*");
+        String token = TenantApiTest.field(issued, "token");
+        declare("s-fenced", new String[] {"Authorization", "Bearer " + token});
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 43)).getFirst();
+        try (Connection anchor = named(token, "client-stumbler")) {
+            Granted stalled = granted(anchor.call(reserve("s-fenced", hash, 1))); // expires in 1 s, never named
+            try (Connection call = named(token, "client-stumbler")) {
+                Problem bad = problem(call.call(new Writer((byte) 99)));
+                assertThat(bad.title()).isEqualTo("Malformed frame");
+                assertThat(call.closedByService()).isTrue();
+            }
+            // past the expiry and a few sweeps: the connection that granted it is open, so its slot stays fenced
+            Thread.sleep(3_000);
+            assertThat(reservedBy("stumbler"))
+                    .as("the stalled reservation's slot, fenced for the connection still open")
+                    .isEqualTo(TestLayout.BLOCK_BYTES);
+            // the client names it once its copy is done: gone already (404), and its fenced slot freed
+            assertThat(problem(anchor.call(new Writer(ControlFrames.CANCEL).str(stalled.reservationId())))
+                            .status())
+                    .isEqualTo(404);
+            assertThat(awaitReservedBy("stumbler", 0)).isZero();
+        }
+    }
+
+    @Test
     void aSlotLeftByADroppedCallConnectionAsksForNoChecksumsOnceItsClientClosedEveryConnection() throws Exception {
         String issued = issue("leaver", "l-*");
         String token = TenantApiTest.field(issued, "token");

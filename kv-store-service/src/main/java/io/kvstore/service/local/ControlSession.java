@@ -182,7 +182,9 @@ final class ControlSession implements Runnable {
         if (c.gone()) {
             return WriterState.GONE;
         }
-        if (!open || c.closedByService() || !admitted(who, revocationsAtHello)) {
+        // kvstore closing another connection of the client (a malformed frame there) lifts no fence here: this
+        // connection still shows the client alive and able to name what it was granted
+        if (!open || !admitted(who, revocationsAtHello)) {
             return WriterState.UNWATCHED;
         }
         return WriterState.FENCED;
