@@ -25,11 +25,6 @@ final class WriterConnections {
         boolean gone() {
             return open.get() == 0 && !closedByService;
         }
-
-        /** Whether kvstore closed one of its connections (a refusal, a revoked token). */
-        boolean closedByService() {
-            return closedByService;
-        }
     }
 
     private final ConcurrentHashMap<String, Client> open = new ConcurrentHashMap<>();
