@@ -34,14 +34,13 @@ import zmq
 
 from blocks import SMALL, prompt
 from service import Service, free_port
+from vllm_kv_event_schema import REQUIRED, STRUCTS, VLLM_COMMIT
 
 import kvstore
 
-VLLM_COMMIT = "EmbeddedLLM/vllm@8704c8ad8095bc9387ccae2b974bc030b78131a4"
 DYNAMO_COMMIT = "wxsms/dynamo@1254130491c1d8bf08354f24dd141bc3abdbbd69"
 LLMD_COMMIT = "llm-d/llm-d-kv-cache@0d2ae5460e64a5b53c725cb38fd6f6a411c06568"
 
-REQUIRED = object()
 
 
 class DecodeError(Exception):
@@ -75,36 +74,8 @@ _VLLM_TYPES = {
     "opt_extra_keys": _opt(lambda v: isinstance(v, list) and all(k is None or isinstance(k, list) for k in v)),
 }
 
-# declaration order of vllm/distributed/kv_events.py at VLLM_COMMIT
-VLLM_STRUCTS = {
-    "BlockStored": [
-        ("block_hashes", "hashes", REQUIRED),
-        ("parent_block_hash", "opt_hash", REQUIRED),
-        ("token_ids", "ints", REQUIRED),
-        ("block_size", "int", REQUIRED),
-        ("lora_id", "opt_int", REQUIRED),
-        ("medium", "opt_str", REQUIRED),
-        ("lora_name", "opt_str", REQUIRED),
-        ("extra_keys", "opt_extra_keys", None),
-        ("group_idx", "opt_int", None),
-        ("kv_cache_spec_kind", "opt_str", None),
-        ("kv_cache_spec_sliding_window", "opt_int", None),
-        ("locality", "opt_str", None),
-        ("storage_tier", "opt_str", None),
-        ("source_node", "opt_str", None),
-        ("estimated_bandwidth_bps", "opt_float", None),
-    ],
-    "BlockRemoved": [
-        ("block_hashes", "hashes", REQUIRED),
-        ("medium", "opt_str", REQUIRED),
-        ("group_idx", "opt_int", None),
-        ("locality", "opt_str", None),
-        ("storage_tier", "opt_str", None),
-        ("source_node", "opt_str", None),
-        ("estimated_bandwidth_bps", "opt_float", None),
-    ],
-    "AllBlocksCleared": [],
-}
+# declaration order of vllm/distributed/kv_events.py at VLLM_COMMIT (vllm_kv_event_schema.py)
+VLLM_STRUCTS = STRUCTS
 
 
 def vllm_decode_event(raw, array_like):

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """A KV event subscriber as a router would write it, with Debian's python3-zmq and python3-msgpack.
 
-It checks every batch against vLLM's schema (vllm/distributed/kv_events.py, 2026-08): KVEventBatch
-[ts, events, data_parallel_rank] as an array; each event a tagged struct, either a tagged array
+It checks every batch against vLLM's schema (vllm/distributed/kv_events.py at the commit that
+clients/python/tests/vllm_kv_event_schema.py names): KVEventBatch [ts, events, data_parallel_rank] as an array; each event a tagged struct, either a tagged array
 (msgspec array_like) or a map whose first key is "type" (vLLM since #42892), fields in declaration
 order, omit_defaults: fields whose value is their default are left out. Any violation exits 1.
 
@@ -11,36 +11,15 @@ Protocol on stdout: a "BATCH <json>" line per batch, "READY" once replay from 0 
 first live batch; stdin "UNTIL <seq>" says which sequence number ends the run.
 """
 import json
+import os
 import sys
 
 import msgpack
 import zmq
 
-REQUIRED = object()
-# (field, kind, default) in declaration order; REQUIRED fields have no default.
-SCHEMA = {
-    "BlockStored": [
-        ("block_hashes", "hashes", REQUIRED),
-        ("parent_block_hash", "opt_hash", REQUIRED),
-        ("token_ids", "ints", REQUIRED),
-        ("block_size", "int", REQUIRED),
-        ("lora_id", "opt_int", REQUIRED),
-        ("medium", "opt_str", REQUIRED),
-        ("lora_name", "opt_str", REQUIRED),
-        ("extra_keys", "opt_extra_keys", None),
-        ("group_idx", "opt_int", None),
-        ("kv_cache_spec_kind", "opt_str", None),
-        ("kv_cache_spec_sliding_window", "opt_int", None),
-        ("locality", "opt_str", None),
-    ],
-    "BlockRemoved": [
-        ("block_hashes", "hashes", REQUIRED),
-        ("medium", "opt_str", REQUIRED),
-        ("group_idx", "opt_int", None),
-        ("locality", "opt_str", None),
-    ],
-    "AllBlocksCleared": [],
-}
+# vLLM's structs, one schema with the client package's tests (clients/python/tests/vllm_kv_event_schema.py)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../../../clients/python/tests"))
+from vllm_kv_event_schema import REQUIRED, STRUCTS as SCHEMA  # noqa: E402
 
 
 def fail(message):
@@ -57,6 +36,7 @@ def check(kind, value, where):
         "int": is_int(value),
         "opt_int": value is None or is_int(value),
         "opt_str": value is None or isinstance(value, str),
+        "opt_float": value is None or is_int(value) or isinstance(value, float),
         # one entry per block: a tuple (msgpack array) of keys, or None
         "opt_extra_keys": value is None or (isinstance(value, list)
                                             and all(k is None or isinstance(k, list) for k in value)),
