@@ -18,7 +18,8 @@ import org.springframework.validation.annotation.Validated;
  * @param enabled join a cluster through etcd; false (the default) runs one node alone
  * @param endpoints etcd client URLs, e.g. {@code http://127.0.0.1:2379}
  * @param nodeName this node's name in the member set, unique in the cluster; peers sign the calls they
- *     forward to it for this name, and it refuses those signed for another ({@code PeerCredentials})
+ *     forward to it for this name, and it refuses those signed for another ({@code PeerCredentials}); 1 to 128
+ *     letters, digits, {@code . _ : -}: it travels in HTTP headers and names this node's key in etcd
  * @param advertisedAddress the base URL peers and engines reach this node's HTTP API at, e.g.
  *     {@code http://10.0.0.5:8080}
  * @param keyPrefix the etcd key prefix every kvstore key lives under; clusters sharing one etcd use
@@ -52,6 +53,8 @@ public record ClusterProperties(
         String peerToken,
         String secret) {
 
+    private static final java.util.regex.Pattern NODE_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9._:-]{1,128}");
+
     @AssertTrue(message = "kvstore.cluster.enabled needs endpoints, node-name and advertised-address")
     public boolean isComplete() {
         return !enabled
@@ -61,6 +64,22 @@ public record ClusterProperties(
                         && !nodeName.isBlank()
                         && advertisedAddress != null
                         && !advertisedAddress.isBlank());
+    }
+
+    /**
+     * Whether {@code kvstore.cluster.node-name} can travel in the headers that name nodes ({@code Kvstore-Peer-Target},
+     * {@code Kvstore-Forwarded-By}): a name with a control character, a line break or a character outside ISO-8859-1
+     * would start the node and break every call forwarded to it. An empty one is reported by {@link #isComplete}.
+     */
+    @AssertTrue(
+            message =
+                    "kvstore.cluster.node-name must be 1 to 128 letters, digits, '.', '_', ':' or '-' (peers send it in"
+                            + " the Kvstore-Peer-Target header)")
+    public boolean isNodeNameValid() {
+        return !enabled
+                || nodeName == null
+                || nodeName.isEmpty()
+                || NODE_NAME.matcher(nodeName).matches();
     }
 
     @AssertTrue(message = "kvstore.cluster.secret must have at least 16 characters")

@@ -18,7 +18,7 @@ import java.util.List;
 public sealed interface Peer permits LocalPeer, RemotePeer {
 
     /** Marks a node-to-node call; its value is the calling node's name. Such calls are never routed again. */
-    String FORWARDED = "Kvstore-Forwarded-By";
+    String FORWARDED = io.kvstore.service.security.PeerCredentials.FORWARDED;
 
     /** On a forwarded pin: the etcd revision that wrote the pins, so a lagging watch does not undo them. */
     String PINS_REVISION = "Kvstore-Pins-Revision";

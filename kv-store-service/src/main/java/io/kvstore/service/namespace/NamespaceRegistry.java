@@ -8,7 +8,9 @@ import io.kvstore.service.error.NotFoundException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.regex.Pattern;
@@ -52,6 +54,11 @@ public final class NamespaceRegistry {
     private final Map<String, String> owners = new ConcurrentHashMap<>();
     /** Per namespace applied from a cluster's settings: etcd's create revision of that declaration. */
     private final Map<String, Long> clusterRevisions = new ConcurrentHashMap<>();
+    /**
+     * Namespaces not declared whose revision {@code namespace-revisions.json} may still hold (its rewrite after a
+     * removal failed, or the node stopped in between); guarded by this registry's monitor.
+     */
+    private final Set<String> staleRevisions = new HashSet<>();
 
     /**
      * @param maxBlockBytes the largest block every tier can hold (its smallest slab size)
@@ -98,10 +105,12 @@ public final class NamespaceRegistry {
             revisions.forEach((name, revision) -> {
                 if (specs.containsKey(name)) {
                     clusterRevisions.put(name, revision);
+                } else {
+                    staleRevisions.add(name); // removed, and the node stopped before the revision went
                 }
             });
         }
-        if (!moved.isEmpty()) {
+        if (!moved.isEmpty() || !staleRevisions.isEmpty()) {
             // out of namespaces.json, which the next change rewrites without them
             try {
                 saveRevisions(new TreeMap<>(clusterRevisions));
@@ -179,17 +188,31 @@ public final class NamespaceRegistry {
         return owners.get(name);
     }
 
-    /** Removes the declaration, on disk first: when that fails (507) it stays declared. */
+    /**
+     * Removes the declaration, on disk first: when that fails (507) it stays declared, its cluster revision too. The
+     * revision goes after the declaration; left on disk (that write failed, or the node stopped in between), it is
+     * one of an undeclared namespace, which {@link #load} does not read back and a declaration anew drops first.
+     */
     public synchronized boolean remove(String name) {
         if (!specs.containsKey(name)) {
             return false;
         }
-        forgetClusterRevision(name);
         Map<String, NamespaceDeclaration> next = declarations();
         next.remove(name);
         save(next);
         specs.remove(name);
         owners.remove(name);
+        if (clusterRevisions.remove(name) != null) {
+            staleRevisions.add(name);
+            try {
+                saveRevisions(new TreeMap<>(clusterRevisions));
+            } catch (InsufficientStorageException e) {
+                log.warn(
+                        "the cluster revision of removed namespace {} stays in {} until it can be written",
+                        name,
+                        revisionsFile);
+            }
+        }
         log.info("namespace {} removed", name);
         return true;
     }
@@ -217,11 +240,11 @@ public final class NamespaceRegistry {
     }
 
     /**
-     * Drops the revision of a declaration about to be removed or made anew, on disk before the declarations change:
-     * a stale one read back after a restart would take the new declaration for a deleted one, and drop its blocks.
+     * Drops the revision of a declaration about to be made anew, on disk before the declarations change: a stale one
+     * read back after a restart would take the new declaration for a deleted one, and drop its blocks.
      */
     private void forgetClusterRevision(String name) {
-        if (clusterRevisions.containsKey(name)) {
+        if (clusterRevisions.containsKey(name) || staleRevisions.contains(name)) {
             Map<String, Long> next = new TreeMap<>(clusterRevisions);
             next.remove(name);
             saveRevisions(next);
@@ -243,8 +266,10 @@ public final class NamespaceRegistry {
         write(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(declarations));
     }
 
+    /** Writes {@code revisions}, which hold no undeclared namespace's: the file then holds no stale one either. */
     private void saveRevisions(Map<String, Long> revisions) {
         write(revisionsFile, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(revisions));
+        staleRevisions.clear();
     }
 
     private void write(Path to, byte[] bytes) {

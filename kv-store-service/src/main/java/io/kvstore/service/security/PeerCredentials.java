@@ -19,10 +19,10 @@ import tools.jackson.databind.json.JsonMapper;
  * How cluster nodes vouch for their callers: a node that forwards an engine or admin call to a peer sends
  * the caller it authenticated ({@value #CALLER}: the tenant, token id, grants and roles as base64url JSON)
  * and an HMAC-SHA256 over that, the method, the path, the SHA-256 of the body ({@value #BODY}), the node the
- * call is meant for ({@value #TARGET}) and a timestamp, keyed with the shared {@code kvstore.cluster.secret}
- * ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The peer checks the body against its signed digest
- * before the body is read by anything else ({@link PeerBodyFilter}: 401 when it was changed on the way), checks
- * the signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
+ * call is meant for ({@value #TARGET}), the node forwarding it ({@value #FORWARDED}) and a timestamp, keyed
+ * with the shared {@code kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The
+ * peer checks the body against its signed digest before the body is read by anything else ({@link
+ * PeerBodyFilter}: 401 when it was changed on the way), checks the signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
  * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without
  * the secret cannot claim another tenant's identity. The secret itself never travels; a signature is good
  * for its one method, path, caller and body, at its one node, within {@link #MAX_SKEW_SECONDS} of its
@@ -36,20 +36,30 @@ import tools.jackson.databind.json.JsonMapper;
  * not know every form it is called by. Every node shares the secret, so without the name a call captured on
  * its way to one node could be replayed to another within the skew window, to store or delete where its
  * caller never asked; with it the other node refuses it (403, naming both nodes).
+ *
+ * <p>{@value #FORWARDED} is what makes a call node-to-node: a call with it is answered from the node's own tiers,
+ * one without it is routed through the cluster (to every owner, to etcd, to every live node). It is signed too,
+ * and a signed caller is taken only with it: stripped from a call captured on its way to one node, the node would
+ * route that call on to the others with signatures of its own, the replay to other nodes the target prevents.
  */
 public final class PeerCredentials {
 
     /** The forwarded caller, base64url JSON of {@link Caller}. */
     public static final String CALLER = "Kvstore-Caller";
     /**
-     * {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path, {@value #CALLER}, {@value #BODY}
-     * and {@value #TARGET}.
+     * {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path, {@value #CALLER}, {@value #BODY},
+     * {@value #TARGET} and {@value #FORWARDED}.
      */
     public static final String SIGNATURE = "Kvstore-Peer-Signature";
     /** The hex SHA-256 of the request body (of no bytes when there is none), covered by {@value #SIGNATURE}. */
     public static final String BODY = "Kvstore-Body-Sha256";
     /** The node name of the peer the call is meant for, covered by {@value #SIGNATURE}. */
     public static final String TARGET = "Kvstore-Peer-Target";
+    /**
+     * Marks a node-to-node call (answered from the called node's own tiers, never routed again); its value is the
+     * forwarding node's name, covered by {@value #SIGNATURE}.
+     */
+    public static final String FORWARDED = "Kvstore-Forwarded-By";
 
     static final long MAX_SKEW_SECONDS = 300;
     /** The request attribute holding a forwarded caller whose signature and body were verified. */
@@ -63,7 +73,7 @@ public final class PeerCredentials {
     /**
      * @param secret {@code kvstore.cluster.secret}; null or blank: none, no caller is forwarded or accepted
      * @param node this node's {@code kvstore.cluster.node-name} (empty when it has none): the only target whose
-     *     calls it accepts
+     *     calls it accepts, and the forwarding node its own signed calls name ({@value #FORWARDED})
      */
     public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock) {
         this.secret = secret == null || secret.isBlank() ? null : secret.getBytes(StandardCharsets.UTF_8);
@@ -78,8 +88,8 @@ public final class PeerCredentials {
     }
 
     /**
-     * The four headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
-     * (empty for a call without one) to the node named {@code target} in the member set.
+     * The five headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
+     * (empty for a call without one) from this node to the node named {@code target} in the member set.
      */
     public Map<String, String> sign(String target, String method, String path, Caller caller, byte[] body) {
         String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
@@ -92,8 +102,10 @@ public final class PeerCredentials {
                 digest,
                 TARGET,
                 target,
+                FORWARDED,
+                node,
                 SIGNATURE,
-                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target)));
+                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target, node)));
     }
 
     /** The hex SHA-256 of {@code body}, as {@value #BODY} carries it. */
@@ -145,7 +157,12 @@ public final class PeerCredentials {
                     + "meant for, covered by " + SIGNATURE + "); nodes of older releases do not send it: upgrade "
                     + "every node");
         }
-        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest, target);
+        String from = request.getHeader(FORWARDED);
+        if (from == null) {
+            throw new ForbiddenException("a forwarded caller is taken only on a node-to-node call, marked " + FORWARDED
+                    + " (covered by " + SIGNATURE + "); without it the call would be routed on to other nodes");
+        }
+        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest, target, from);
         if (!MessageDigest.isEqual(given, expected)) {
             throw new ForbiddenException("the forwarded caller's " + SIGNATURE
                     + " does not match: the calling node does not share this node's kvstore.cluster.secret");
@@ -181,12 +198,13 @@ public final class PeerCredentials {
         return context != null && !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
     }
 
-    private byte[] mac(long at, String method, String path, String caller, String body, String target) {
+    private byte[] mac(long at, String method, String path, String caller, String body, String target, String from) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(java.util.Objects.requireNonNull(secret), "HmacSHA256"));
-            return mac.doFinal((at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body + "\n" + target)
-                    .getBytes(StandardCharsets.UTF_8));
+            return mac.doFinal(
+                    (at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body + "\n" + target + "\n" + from)
+                            .getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException | InvalidKeyException e) {
             throw new IllegalStateException(e);
         }

@@ -145,16 +145,16 @@ class ClusterTenantTest {
                 .getBytes(java.nio.charset.StandardCharsets.UTF_8);
         var builder = HttpRequest.newBuilder(URI.create(b.base() + path))
                 .header("Content-Type", "application/json")
-                .header(Peer.FORWARDED, "a")
                 .POST(HttpRequest.BodyPublishers.ofByteArray(body));
         if (secret != null) {
+            // Kvstore-Forwarded-By among them
             new PeerCredentials(secret, "a", JSON, Clock.systemUTC())
                     .sign("b", "POST", path, caller, body)
                     .forEach(builder::header);
         } else {
             String encoded =
                     java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(JSON.writeValueAsBytes(caller));
-            builder.header(PeerCredentials.CALLER, encoded);
+            builder.header(Peer.FORWARDED, "a").header(PeerCredentials.CALLER, encoded);
         }
         return ClusterNodes.HTTP.send(builder.build(), HttpResponse.BodyHandlers.ofString());
     }
@@ -228,6 +228,47 @@ class ClusterTenantTest {
         // the same call at the node it was signed for is taken
         var addressed = OnThePath.passOn(a.base(), signed, signed.body());
         assertThat(addressed.statusCode()).as(new String(addressed.body())).isEqualTo(200);
+    }
+
+    @Test
+    void aSignedCallStrippedOfItsForwardedByHeaderIsNotRoutedOnToOtherNodes() throws Exception {
+        List<BlockHash> fresh = ClusterNodes.chain(1, 4343);
+        OnThePath.Captured signed;
+        try (OnThePath path = new OnThePath()) {
+            try {
+                // a store node a sends to node b, captured on its way to b
+                path.peer("b").store(ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+            } catch (RuntimeException | java.io.IOException ignored) {
+                // the party on the path answers nothing a store's answer is read from
+            }
+            signed = path.last();
+        }
+
+        // without the header b would take it for an engine's call and route it to the block's owners, signing
+        // for each of them anew: the replay to other nodes the signed target prevents
+        Map<String, String> stripped = new java.util.LinkedHashMap<>(signed.headers());
+        stripped.keySet().removeIf(Peer.FORWARDED::equalsIgnoreCase);
+        var routed = OnThePath.passOn(
+                b.base(),
+                new OnThePath.Captured(signed.method(), signed.path(), stripped, signed.body()),
+                signed.body());
+        assertThat(routed.statusCode()).as(new String(routed.body())).isEqualTo(403);
+        assertThat(JSON.readTree(routed.body()).path("detail").asString()).contains(Peer.FORWARDED);
+
+        // nor does another forwarding node's name pass: the header is signed
+        Map<String, String> forged = new java.util.LinkedHashMap<>(stripped);
+        forged.put(Peer.FORWARDED, "c");
+        var renamed = OnThePath.passOn(
+                b.base(), new OnThePath.Captured(signed.method(), signed.path(), forged, signed.body()), signed.body());
+        assertThat(renamed.statusCode()).as(new String(renamed.body())).isEqualTo(403);
+        assertThat(JSON.readTree(renamed.body()).path("detail").asString()).contains("does not match");
+
+        var lookup =
+                ClusterNodes.send(a.base(), "POST", "/v1/lookup", ClusterNodes.lookupJson(NS, fresh, false), ALPHA);
+        assertThat(lookup.statusCode()).as(lookup.body()).isEqualTo(200);
+        assertThat(JSON.readTree(lookup.body()).path("matchedBlocks").asInt())
+                .as("stored nowhere")
+                .isZero();
     }
 
     @Test

@@ -2,7 +2,9 @@ package io.kvstore.service.namespace;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.kvstore.service.error.InsufficientStorageException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -74,6 +76,63 @@ class NamespaceRegistryClusterRevisionTest {
 
         assertThat(registry.clusterRevision("ns")).isNull();
         assertThat(registry().clusterRevision("ns")).as("after a restart").isNull();
+    }
+
+    /** Makes every later write of {@code file} in {@link #dir} fail, as on a full disk (no temporary file). */
+    private void blockWritesOf(String file) throws Exception {
+        java.nio.file.Files.createDirectories(dir.resolve(file + ".tmp").resolve("in-the-way"));
+    }
+
+    private void unblockWritesOf(String file) throws Exception {
+        java.nio.file.Files.delete(dir.resolve(file + ".tmp").resolve("in-the-way"));
+        java.nio.file.Files.delete(dir.resolve(file + ".tmp"));
+    }
+
+    @Test
+    void aRemoveRefusedForAFullDiskLeavesTheNamespaceAndItsRevision() throws Exception {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        blockWritesOf("namespaces.json");
+
+        assertThatThrownBy(() -> registry.remove("ns")).isInstanceOf(InsufficientStorageException.class);
+
+        assertThat(registry.declared("ns")).isEqualTo(spec());
+        assertThat(registry.clusterRevision("ns")).isEqualTo(42L);
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isEqualTo(42L);
+    }
+
+    @Test
+    void aRevisionLeftOnDiskByARemoveIsNotTakenForADeclarationAnewThroughTheApi() throws Exception {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        blockWritesOf("namespace-revisions.json");
+
+        assertThat(registry.remove("ns")).isTrue(); // the declaration went; its revision could not
+        assertThat(registry.declared("ns")).isNull();
+        unblockWritesOf("namespace-revisions.json");
+        registry.declare("ns", spec(), "alpha");
+
+        assertThat(registry.clusterRevision("ns")).isNull();
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isNull();
+    }
+
+    @Test
+    void aRevisionLeftOnDiskByARemoveIsNotTakenForADeclarationAnewAfterARestart() throws Exception {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        blockWritesOf("namespace-revisions.json");
+        assertThat(registry.remove("ns")).isTrue();
+        unblockWritesOf("namespace-revisions.json");
+
+        NamespaceRegistry restarted = registry();
+        assertThat(restarted.declared("ns")).isNull();
+        restarted.declare("ns", spec(), "alpha");
+
+        assertThat(restarted.clusterRevision("ns")).isNull();
+        assertThat(registry().clusterRevision("ns")).as("after another restart").isNull();
     }
 
     @Test
