@@ -16,19 +16,18 @@ import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
- * How cluster nodes vouch for their callers: a node that forwards an engine or admin call to a peer sends
- * the caller it authenticated ({@value #CALLER}: the tenant, token id, grants and roles as base64url JSON)
- * and an HMAC-SHA256 over that, the method, the path, the SHA-256 of the body ({@value #BODY}), the node the
- * call is meant for ({@value #TARGET}), the node forwarding it ({@value #FORWARDED}) and a timestamp, keyed
- * with the shared {@code kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The
- * peer checks the body against its signed digest before the body is read by anything else ({@link
- * PeerBodyFilter}: 401 when it was changed on the way), checks the signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
- * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without
- * the secret cannot claim another tenant's identity. The secret itself never travels; a signature is good
- * for its one method, path, caller and body, at its one node, within {@link #MAX_SKEW_SECONDS} of its
- * timestamp. The path is the call's below the node's registered address, checked below the peer's servlet
- * context path ({@link #signedPath}), so nodes served under {@code server.servlet.context-path} verify what
- * their peers signed.
+ * How cluster nodes vouch for their callers: a node that forwards an engine or admin call to a peer sends the caller it
+ * authenticated ({@value #CALLER}: the tenant, token id, grants and roles as base64url JSON) and an HMAC-SHA256 over
+ * that, the method, the path, the SHA-256 of the body ({@value #BODY}), the node the call is meant for ({@value
+ * #TARGET}), the node forwarding it ({@value #FORWARDED}) and a timestamp, keyed with the shared {@code
+ * kvstore.cluster.secret} ({@value #SIGNATURE}: {@code <unix seconds>.<hex>}). The peer checks the body against its
+ * signed digest before the body is read by anything else ({@link PeerBodyFilter}: 401 when it was changed on the way),
+ * checks the signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
+ * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without the secret
+ * cannot claim another tenant's identity. The secret itself never travels; a signature is good for its one method,
+ * path, caller and body, at its one node, within {@link #MAX_SKEW_SECONDS} of its timestamp. The path is the call's
+ * below the node's registered address, checked below the peer's servlet context path ({@link #signedPath}), so nodes
+ * served under {@code server.servlet.context-path} verify what their peers signed.
  *
  * <p>The node a call is meant for is named by its {@code kvstore.cluster.node-name}: the name the peer
  * registered in the member set, which the sending node reads there, and which the receiving node has in its
