@@ -112,11 +112,11 @@ final class InPlaceWrites {
 
     private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
         long start = System.nanoTime();
-        while (true) {
+        for (int attempt = 0; ; attempt++) {
             try {
                 return memory.reserveSlot(length);
             } catch (TierFullException full) {
-                mover.makeRoom(memory.id(), length, full, start);
+                mover.makeRoom(memory.id(), length, full, start, attempt);
             }
         }
     }

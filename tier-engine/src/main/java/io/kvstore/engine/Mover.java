@@ -58,7 +58,8 @@ final class Mover implements AutoCloseable {
     private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /**
      * Evictable blocks of another length a write into a full tier looks past for one of its own length before
-     * it takes the coldest: a same-length victim frees a slot the write can use at once.
+     * it takes the coldest, at its first try (each retry looks twice as far): a same-length victim frees a slot
+     * the write can use at once.
      */
     private static final int PREFERRED_LOOKAHEAD = 8;
     /** Blocks demoted per group commit into a tier that batches writes. */
@@ -120,12 +121,12 @@ final class Mover implements AutoCloseable {
     private void writeWithRoom(BlockTier tier, CatalogEntry entry, int length, TierWrite write) throws IOException {
         Residency.awaitOldCopyFreed(tier, entry);
         long start = System.nanoTime();
-        while (true) {
+        for (int attempt = 0; ; attempt++) {
             try {
                 write.write();
                 return;
             } catch (TierFullException full) {
-                makeRoom(tier.id(), length, full, start);
+                makeRoom(tier.id(), length, full, start, attempt);
             }
         }
     }
@@ -137,13 +138,16 @@ final class Mover implements AutoCloseable {
      * now), waits a little so the caller can try again. Writers thus queue
      * behind the demoter instead of failing.
      *
+     * @param attempt how many times this write made room before (0 at its first): each retry looks twice as far
+     *     for a victim of its own length ({@link #preferredVictim})
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
      */
-    void makeRoom(TierId id, int length, TierFullException full, long startNanos) throws TierFullException {
+    void makeRoom(TierId id, int length, TierFullException full, long startNanos, int attempt)
+            throws TierFullException {
         var ended = Objects.requireNonNull(movesEnded.get(id), "every configured tier has a counter");
         long endedBefore = ended.get();
-        if (evictOne(id, length)) {
+        if (evictOne(id, length, PREFERRED_LOOKAHEAD << Math.min(attempt, 24))) {
             return;
         }
         boolean transientHold = freeing(id).get() > 0
@@ -256,7 +260,7 @@ final class Mover implements AutoCloseable {
             }
             int moved = batched ? demoteBatch(id, Objects.requireNonNull(below), excess) : 0;
             if (moved == 0) {
-                if (!evictOne(id, 0)) {
+                if (!evictOne(id, 0, 0)) {
                     break;
                 }
                 moved = 1;
@@ -373,13 +377,13 @@ final class Mover implements AutoCloseable {
     /**
      * Moves one block out of {@code id} by its policy: down to the next configured tier when there is
      * one, else dropped. A block of {@code preferLength} among the coldest few goes first, so the freed slot
-     * fits the waiting put ({@link #preferredVictim}).
+     * fits the waiting put ({@link #preferredVictim}, past at most {@code lookahead} of another length).
      *
      * @return false when no block can be evicted
      */
-    private boolean evictOne(TierId id, int preferLength) {
+    private boolean evictOne(TierId id, int preferLength, int lookahead) {
         TierPolicy policy = stack.policy(id);
-        BlockKey victim = preferLength > 0 ? preferredVictim(policy, id, preferLength) : null;
+        BlockKey victim = preferLength > 0 ? preferredVictim(policy, id, preferLength, lookahead) : null;
         if (victim == null) {
             victim = policy.nextVictim(k -> evictable(k, id));
         }
@@ -390,29 +394,20 @@ final class Mover implements AutoCloseable {
     }
 
     /**
-     * The policy's first evictable block of {@code length} among its first {@link #PREFERRED_LOOKAHEAD} + 1
-     * evictable blocks, or null. Evictable blocks of another length are not set aside (nothing tells the
-     * policy when they would fit again), so a search that went on past them would walk a whole tier of
-     * another layout on every store, under the tier's policy lock; it gives up instead, and the caller evicts
-     * the coldest block. In a tier of one layout the first evictable block is the one taken, as before.
+     * The policy's first evictable block of {@code length} among its first {@code lookahead} + 1 evictable
+     * blocks, or null. Evictable blocks of another length are not set aside (nothing tells the policy when they
+     * would fit again), so a search that went on past them would walk a whole tier of another layout on every
+     * store, under the tier's policy lock; it gives up instead, and the caller evicts the coldest block. That
+     * block may free no slot the store can use (half a slab), so each retry of one store looks twice as far as
+     * the one before ({@link #makeRoom}): a victim of its own length further back is found after a few
+     * evictions, not after every colder block went, and one store walks at most about twice the tier. In a
+     * tier of one layout the first evictable block is the one taken, as before.
      */
-    private @Nullable BlockKey preferredVictim(TierPolicy policy, TierId id, int length) {
+    private @Nullable BlockKey preferredVictim(TierPolicy policy, TierId id, int length, int lookahead) {
         int[] otherLengths = {0};
-        boolean[] gaveUp = {false};
-        BlockKey victim = policy.nextVictim(k -> {
-            if (gaveUp[0] || !evictable(k, id)) {
-                return false;
-            }
-            if (lengthOf(k) == length) {
-                return true;
-            }
-            if (++otherLengths[0] > PREFERRED_LOOKAHEAD) {
-                gaveUp[0] = true;
-                return true; // ends the walk; not a victim
-            }
-            return false;
-        });
-        return gaveUp[0] ? null : victim;
+        // the block the look gives up at is no victim: the policy must not take it for one (LFU ages on its delete)
+        return policy.nextVictim(
+                k -> evictable(k, id) && lengthOf(k) == length, k -> evictable(k, id) && ++otherLengths[0] > lookahead);
     }
 
     /**

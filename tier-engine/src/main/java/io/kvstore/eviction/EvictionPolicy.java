@@ -38,6 +38,18 @@ public sealed interface EvictionPolicy permits LruPolicy, LfuPolicy, WTinyLfuPol
     BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held);
 
     /**
+     * As {@link #nextVictim(Predicate, Predicate)}, but the search gives up, returning null, at the first block
+     * {@code evictable} refused for which {@code stop} holds (asked before {@code held}): a look for a particular
+     * victim that must not walk the whole tier. The block it stops at is not offered as a victim; a policy that
+     * marks the block it returns overrides this.
+     */
+    default BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held, Predicate<BlockKey> stop) {
+        boolean[] stopped = {false};
+        BlockKey found = nextVictim(key -> evictable.test(key) || (stopped[0] = stop.test(key)), held);
+        return stopped[0] ? null : found;
+    }
+
+    /**
      * A block set aside by {@link #nextVictim(Predicate, Predicate)} may be evictable again: it rejoins the
      * order where its own state (its last access, its count) puts it. Other keys are ignored.
      */

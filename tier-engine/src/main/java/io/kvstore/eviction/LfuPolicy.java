@@ -100,11 +100,20 @@ public final class LfuPolicy implements EvictionPolicy {
 
     @Override
     public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        return nextVictim(evictable, held, key -> false);
+    }
+
+    /** Only the block returned is marked offered: the one a search stopped at was not (its delete ages nothing). */
+    @Override
+    public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held, Predicate<BlockKey> stop) {
         for (Iterator<Node> it = byPriority.iterator(); it.hasNext(); ) {
             Node node = it.next();
             if (evictable.test(node.key)) {
                 node.offered = true;
                 return node.key;
+            }
+            if (stop.test(node.key)) {
+                return null;
             }
             if (held.test(node.key)) {
                 it.remove();

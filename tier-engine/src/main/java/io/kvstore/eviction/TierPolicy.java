@@ -168,6 +168,15 @@ public final class TierPolicy {
 
     /** The next block to evict that passes {@code evictable}, or null. */
     public BlockKey nextVictim(Predicate<BlockKey> evictable) {
+        return nextVictim(evictable, key -> false);
+    }
+
+    /**
+     * The next block to evict that passes {@code evictable}, or null, also when the search comes first to a block
+     * {@code evictable} refused for which {@code stop} holds: it gives up there, offering no victim ({@link
+     * EvictionPolicy#nextVictim(Predicate, Predicate, Predicate)}).
+     */
+    public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> stop) {
         lock.lock();
         try {
             drain();
@@ -176,7 +185,8 @@ public final class TierPolicy {
                         candidatesVisited++;
                         return evictable.test(key);
                     },
-                    heldAsked);
+                    heldAsked,
+                    stop);
         } finally {
             lock.unlock();
         }

@@ -66,6 +66,81 @@ class MixedLayoutEvictionTest {
     }
 
     /**
+     * A block of the store's own length, colder than half the tier but behind more than 8 blocks of another
+     * length whose slab-mates are hot: evicting it frees a slot the store can use, evicting those cold small
+     * blocks frees only half-slabs. A few evictions make room (each retry looks twice as far), not a third of
+     * the tier's blocks (31 of 78 while every retry looked past 8 only).
+     */
+    @ParameterizedTest
+    @EnumSource(
+            value = EvictionPolicyKind.class,
+            names = {"LRU", "LFU"})
+    void aStoreEvictsOneBlockOfItsOwnLengthRatherThanManyColderHalfSlabs(EvictionPolicyKind kind) throws Exception {
+        int smalls = 78; // 39 slabs, then one slab holding a large block: 40 slabs, full
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = engine(kind, 40L * LARGE)) {
+            MemorySegment small = TestBlocks.bytes(arena, 0, SMALL);
+            MemorySegment out = arena.allocate(SMALL);
+            for (int i = 0; i < smalls; i++) {
+                engine.put(TestBlocks.key("a", i), null, small);
+            }
+            BlockKey large = TestBlocks.key("b", 0);
+            engine.put(large, null, TestBlocks.bytes(arena, 1, LARGE));
+            for (int i = 1; i < smalls; i += 2) { // each slab's second block is read: its first stays cold
+                engine.get(TestBlocks.key("a", i), out);
+            }
+
+            engine.put(TestBlocks.key("b", 1), null, TestBlocks.bytes(arena, 2, LARGE));
+
+            assertThat(engine.info(large))
+                    .as("the large block, whose slot fits")
+                    .isNull();
+            long smallLeft = java.util.stream.IntStream.range(0, smalls)
+                    .filter(i -> engine.info(TestBlocks.key("a", i)) != null)
+                    .count();
+            assertThat(smallLeft).as("small blocks left of %d", smalls).isGreaterThanOrEqualTo(smalls - 3);
+        }
+    }
+
+    /**
+     * LFU ages the tier (raises L to the priority of what goes) only when a block offered as a victim leaves it:
+     * the block a store's look for a victim of its own length gave up at was never offered, so deleting it
+     * later must leave L where it was, or every block stored after outranks blocks read far more often.
+     */
+    @org.junit.jupiter.api.Test
+    void deletingABlockALookForAVictimOfAnotherLengthGaveUpAtDoesNotAgeLfu() throws Exception {
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = engine(EvictionPolicyKind.LFU, 20L * SMALL)) {
+            MemorySegment small = TestBlocks.bytes(arena, 0, SMALL);
+            MemorySegment out = arena.allocate(SMALL);
+            for (int i = 0; i < 20; i++) {
+                engine.put(TestBlocks.key("a", i), null, small);
+            }
+            for (int i = 8; i < 20; i++) { // read twice: 3 hits each, behind the 8 coldest (1 hit)
+                engine.get(TestBlocks.key("a", i), out);
+                engine.get(TestBlocks.key("a", i), out);
+            }
+            // full: the large store looks past a0..a7 and gives up at a8 (the 9th), then takes the coldest
+            engine.put(TestBlocks.key("b", 0), null, TestBlocks.bytes(arena, 1, LARGE));
+            for (int i = 2; i <= 8; i++) {
+                engine.delete(TestBlocks.key("a", i)); // a8: deleted, not evicted
+            }
+            BlockKey readOnce = TestBlocks.key("c", 0);
+            engine.put(readOnce, null, small);
+            for (int i = 1; i <= 6; i++) { // full again
+                engine.put(TestBlocks.key("d", i), null, small);
+            }
+
+            engine.put(TestBlocks.key("e", 0), null, small);
+
+            assertThat(engine.info(readOnce))
+                    .as("the block stored once after the deletes goes before blocks read three times")
+                    .isNull();
+            assertThat(engine.info(TestBlocks.key("a", 9))).isNotNull();
+        }
+    }
+
+    /**
      * A tier of {@code blocks} small blocks, full, then five stores of large blocks (the first finds no large
      * block in the tier, the later ones find the large blocks stored before them at the hot end): what each
      * store's victim searches looked at.

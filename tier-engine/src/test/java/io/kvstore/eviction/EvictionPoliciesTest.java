@@ -215,6 +215,42 @@ class EvictionPoliciesTest {
         assertThat(policy.nextVictim(key -> !key.equals(k(5)))).isEqualTo(k(3));
     }
 
+    @ParameterizedTest
+    @EnumSource(EvictionPolicyKind.class)
+    void aSearchThatStopsOffersNoVictimAndLeavesTheOrderAsItWas(EvictionPolicyKind kind) {
+        TierPolicy policy = new TierPolicy(kind, 1 << 30, key -> null, key -> 1, key -> false);
+        for (int i = 1; i <= 5; i++) {
+            policy.onInsert(k(i), null);
+        }
+
+        BlockKey coldest = policy.nextVictim(key -> true);
+
+        assertThat(policy.nextVictim(key -> !key.equals(coldest), key -> key.equals(coldest)))
+                .as("stopped at the coldest block, before any other was asked")
+                .isNull();
+        assertThat(policy.nextVictim(key -> key.equals(coldest), key -> true)).isEqualTo(coldest);
+        assertThat(policy.nextVictim(key -> true)).isEqualTo(coldest);
+        assertThat(policy.size()).isEqualTo(5);
+    }
+
+    @Test
+    void lfuDoesNotAgeWhenABlockASearchStoppedAtIsDeleted() {
+        LfuPolicy lfu = new LfuPolicy();
+        lfu.onInsert(k(1), null);
+        lfu.onInsert(k(2), null);
+        lfu.onAccess(k(2));
+        lfu.onAccess(k(2)); // priority 3
+
+        assertThat(lfu.nextVictim(key -> false, key -> false, key -> key.equals(k(2))))
+                .isNull();
+        lfu.onRemove(k(2)); // deleted, never offered as a victim
+        lfu.onInsert(k(3), null);
+
+        assertThat(lfu.priorityOf(k(3)))
+                .as("L stays 0: a new block starts at 1")
+                .isEqualTo(1);
+    }
+
     /** 10,000 pinned blocks at the cold end, then a stream of stores into the full tier, one eviction each. */
     @ParameterizedTest
     @EnumSource(EvictionPolicyKind.class)
