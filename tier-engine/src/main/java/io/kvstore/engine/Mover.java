@@ -11,6 +11,7 @@ import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.memory.SlabAllocator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -57,8 +58,8 @@ final class Mover implements AutoCloseable {
 
     private static final long ROOM_POLL_NANOS = TimeUnit.MICROSECONDS.toNanos(200);
     /**
-     * Evictable blocks of another length a write into a full tier looks past for one of its own length before
-     * it takes the coldest, at its first try (each retry looks twice as far): a same-length victim frees a slot
+     * Evictable blocks of another slot size a write into a full tier looks past for one of its own slot size
+     * before it takes the coldest, at its first try (each retry looks twice as far): such a victim frees a slot
      * the write can use at once.
      */
     private static final int PREFERRED_LOOKAHEAD = 8;
@@ -109,7 +110,36 @@ final class Mover implements AutoCloseable {
      * first for an old, unpublished slot of the same key to be freed by its owner.
      */
     void writeWithRoom(BlockTier tier, CatalogEntry entry, BlockRecord record, MemorySegment bytes) throws IOException {
-        writeWithRoom(tier, entry, record.length(), () -> tier.write(record, bytes));
+        Residency.awaitOldCopyFreed(tier, entry);
+        writeWithRoom(tier, record.length(), () -> tier.write(record, bytes));
+    }
+
+    /**
+     * A copy of the same key in the target tier is still to be freed by its owner, and the caller holds the
+     * block as a reader (a promotion, a write-through) or a claimed move: it must not wait there, since the
+     * owner may be waiting for the block's readers to leave before it frees that slot.
+     */
+    static final class OldCopyBeingFreed extends RuntimeException {
+        OldCopyBeingFreed(BlockTier tier, BlockKey key) {
+            super(
+                    "tier " + tier.id() + " still holds an old copy of " + key + " that is being freed",
+                    null,
+                    false,
+                    false);
+        }
+    }
+
+    /**
+     * As {@link #writeWithRoom(BlockTier, CatalogEntry, BlockRecord, MemorySegment)}, for a caller that holds
+     * {@code entry} as a reader or a claimed move: instead of waiting for an old copy to be freed it throws.
+     *
+     * @throws OldCopyBeingFreed when {@code tier} still holds a copy of the key that the entry does not publish
+     */
+    private void writeWhileHeld(BlockTier tier, CatalogEntry entry, int length, TierWrite write) throws IOException {
+        if (tier.contains(entry.key()) && !entry.residentIn(tier.id())) {
+            throw new OldCopyBeingFreed(tier, entry.key());
+        }
+        writeWithRoom(tier, length, write);
     }
 
     /** One attempt at writing a copy into a tier; {@link TierFullException} when it has no room. */
@@ -118,8 +148,7 @@ final class Mover implements AutoCloseable {
         void write() throws IOException;
     }
 
-    private void writeWithRoom(BlockTier tier, CatalogEntry entry, int length, TierWrite write) throws IOException {
-        Residency.awaitOldCopyFreed(tier, entry);
+    private void writeWithRoom(BlockTier tier, int length, TierWrite write) throws IOException {
         long start = System.nanoTime();
         for (int attempt = 0; ; attempt++) {
             try {
@@ -196,23 +225,36 @@ final class Mover implements AutoCloseable {
      */
     private void copyThrough(CatalogEntry entry, TierId from, TierId to) throws IOException {
         BlockRecord record = Residency.recordOf(entry);
+        BlockTier durable = stack.get(to);
         long start = System.nanoTime();
-        residency.read(
-                entry,
-                (tier, rec, bytes) -> {
-                    if (entry.residentIn(to)) {
-                        return Boolean.FALSE;
-                    }
-                    writeWithRoom(stack.get(to), entry, record, bytes);
-                    if (addCopy(entry, to, record)) {
-                        stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                        events.moved(from, to, entry.length(), System.nanoTime() - start);
-                    } else {
-                        stack.get(to).delete(entry.key());
-                    }
-                    return Boolean.TRUE;
-                },
-                null);
+        while (true) {
+            try {
+                residency.read(
+                        entry,
+                        (tier, rec, bytes) -> {
+                            if (entry.residentIn(to)) {
+                                return Boolean.FALSE;
+                            }
+                            writeWhileHeld(durable, entry, record.length(), () -> durable.write(record, bytes));
+                            if (addCopy(entry, to, record)) {
+                                stack.policy(to).onInsert(entry.key(), entry.parentKey());
+                                events.moved(from, to, entry.length(), System.nanoTime() - start);
+                            } else {
+                                durable.delete(entry.key());
+                            }
+                            return Boolean.TRUE;
+                        },
+                        null);
+                return;
+            } catch (OldCopyBeingFreed beingFreed) {
+                // waited for with the read let go: its freeing may be waiting for this very read to end
+                try {
+                    Residency.awaitOldCopyFreed(durable, entry);
+                } catch (Residency.StaleEntryException deletedMeanwhile) {
+                    return; // a delete that came after this store won; nothing is left to copy through
+                }
+            }
+        }
     }
 
     /**
@@ -376,8 +418,8 @@ final class Mover implements AutoCloseable {
 
     /**
      * Moves one block out of {@code id} by its policy: down to the next configured tier when there is
-     * one, else dropped. A block of {@code preferLength} among the coldest few goes first, so the freed slot
-     * fits the waiting put ({@link #preferredVictim}, past at most {@code lookahead} of another length).
+     * one, else dropped. A block of {@code preferLength}'s slot size among the coldest few goes first, so the
+     * freed slot fits the waiting put ({@link #preferredVictim}, past at most {@code lookahead} of another size).
      *
      * @return false when no block can be evicted
      */
@@ -394,20 +436,24 @@ final class Mover implements AutoCloseable {
     }
 
     /**
-     * The policy's first evictable block of {@code length} among its first {@code lookahead} + 1 evictable
-     * blocks, or null. Evictable blocks of another length are not set aside (nothing tells the policy when they
-     * would fit again), so a search that went on past them would walk a whole tier of another layout on every
-     * store, under the tier's policy lock; it gives up instead, and the caller evicts the coldest block. That
-     * block may free no slot the store can use (half a slab), so each retry of one store looks twice as far as
-     * the one before ({@link #makeRoom}): a victim of its own length further back is found after a few
-     * evictions, not after every colder block went, and one store walks at most about twice the tier. In a
-     * tier of one layout the first evictable block is the one taken, as before.
+     * The policy's first evictable block whose slot is the size a block of {@code length} takes, among its first
+     * {@code lookahead} + 1 evictable blocks, or null. Slot size, not length, decides whether a freed slot can be
+     * used: every tier rounds a block up to whole 4 KiB ({@link SlabAllocator#slotSizeFor}), so a block a little
+     * shorter than the write's frees a slot it fits. Evictable blocks of another size are not set aside (nothing
+     * tells the policy when they would fit again), so a search that went on past them would walk a whole tier of
+     * another layout on every store, under the tier's policy lock; it gives up instead, and the caller evicts the
+     * coldest block. That block may free no slot the store can use (half a slab), so each retry of one store
+     * looks twice as far as the one before ({@link #makeRoom}): a victim of its own size further back is found
+     * after a few evictions, not after every colder block went, and one store walks at most about twice the
+     * tier. In a tier of one layout the first evictable block is the one taken, as before.
      */
     private @Nullable BlockKey preferredVictim(TierPolicy policy, TierId id, int length, int lookahead) {
-        int[] otherLengths = {0};
+        long slotSize = SlabAllocator.slotSizeFor(length);
+        int[] otherSizes = {0};
         // the block the look gives up at is no victim: the policy must not take it for one (LFU ages on its delete)
         return policy.nextVictim(
-                k -> evictable(k, id) && lengthOf(k) == length, k -> evictable(k, id) && ++otherLengths[0] > lookahead);
+                k -> evictable(k, id) && slotSizeOf(k) == slotSize,
+                k -> evictable(k, id) && ++otherSizes[0] > lookahead);
     }
 
     /**
@@ -442,6 +488,10 @@ final class Mover implements AutoCloseable {
             }
         } catch (Residency.StaleEntryException deleted) {
             // a delete removed the block while we copied it; finishMove below sees it dead
+        } catch (OldCopyBeingFreed beingFreed) {
+            // an older copy below is still being freed by its owner, maybe once our claim ends: as a lost race
+            entry.abortMove();
+            return true;
         } catch (ChecksumMismatchException corrupt) {
             droppedCorrupt = dropCorruptWhileMoving(entry, id);
         } catch (IOException | RuntimeException e) {
@@ -589,9 +639,10 @@ final class Mover implements AutoCloseable {
         return entry == null || entry.evictableFrom(id);
     }
 
-    private int lengthOf(BlockKey key) {
+    /** The size of the slot {@code key}'s block takes in every tier, or -1 when it is gone. */
+    private long slotSizeOf(BlockKey key) {
         CatalogEntry entry = catalog.get(key);
-        return entry == null ? -1 : entry.length();
+        return entry == null ? -1 : SlabAllocator.slotSizeFor(entry.length());
     }
 
     private void copyDown(CatalogEntry entry, TierId from, TierId to) throws IOException {
@@ -599,10 +650,13 @@ final class Mover implements AutoCloseable {
         DeviceStoragePath direct = stack.deviceStorage(from, to);
         if (direct != null) {
             BlockRecord record = Residency.recordOf(entry);
-            writeWithRoom(stack.get(to), entry, record.length(), () -> direct.demote(List.of(record)));
+            writeWhileHeld(stack.get(to), entry, record.length(), () -> direct.demote(List.of(record)));
         } else {
+            BlockTier below = stack.get(to);
+            BlockRecord record = Residency.recordOf(entry);
             try (Arena arena = Arena.ofConfined()) {
-                writeWithRoom(stack.get(to), entry, Residency.recordOf(entry), source(stack.get(from), entry, arena));
+                MemorySegment bytes = source(stack.get(from), entry, arena);
+                writeWhileHeld(below, entry, record.length(), () -> below.write(record, bytes));
             }
         }
         events.moved(from, to, entry.length(), System.nanoTime() - start);
@@ -665,14 +719,17 @@ final class Mover implements AutoCloseable {
             return;
         }
         // Everything happens while the read holds the block: a concurrent delete waits for us, so the
-        // copy we add is either published on the live entry or removed by us, never left behind.
+        // copy we add is either published on the live entry or removed by us, never left behind. An old copy
+        // still being freed above is not waited for (OldCopyBeingFreed): the promotion is skipped, and a
+        // later hit promotes the block again.
         residency.read(
                 entry,
                 (tier, rec, bytes) -> {
                     if (tier != from || entry.residentIn(to)) {
                         return Boolean.FALSE;
                     }
-                    writeWithRoom(stack.get(to), entry, record, bytes);
+                    BlockTier above = stack.get(to);
+                    writeWhileHeld(above, entry, record.length(), () -> above.write(record, bytes));
                     publishPromoted(entry, record, from, to, start);
                     return Boolean.TRUE;
                 },
@@ -708,7 +765,7 @@ final class Mover implements AutoCloseable {
             if (held != from || entry.residentIn(to)) {
                 return;
             }
-            writeWithRoom(stack.get(to), entry, record.length(), () -> direct.promote(record));
+            writeWhileHeld(stack.get(to), entry, record.length(), () -> direct.promote(record));
             publishPromoted(entry, record, from, to, start);
         } catch (BadCopyException failed) {
             // corrupt, or unreadable (the tier already dropped it): the catalog drops that copy too

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Stores into a full tier that holds blocks of two lengths (two model layouts): a store prefers a victim of
- * its own length, whose slot it can use at once, but must not walk the whole tier looking for one.
+ * its own slot size, whose slot it can use at once, but must not walk the whole tier looking for one.
  */
 class MixedLayoutEvictionTest {
 
@@ -137,6 +137,36 @@ class MixedLayoutEvictionTest {
                     .as("the block stored once after the deletes goes before blocks read three times")
                     .isNull();
             assertThat(engine.info(TestBlocks.key("a", 9))).isNotNull();
+        }
+    }
+
+    /**
+     * Slots are whole multiples of 4 KiB: a block a little shorter than the store's takes a slot of the same size,
+     * so it is the victim that makes room at once, as one of the very same length is.
+     */
+    @ParameterizedTest
+    @EnumSource(EvictionPolicyKind.class)
+    void aStoreIntoAFullTierTakesANearbyVictimOfItsSlotSizeThoughNotOfItsLength(EvictionPolicyKind kind)
+            throws Exception {
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = engine(kind, 4L * SMALL)) {
+            MemorySegment small = TestBlocks.bytes(arena, 1, SMALL);
+            engine.put(TestBlocks.key("a", 1), null, small);
+            engine.put(TestBlocks.key("a", 2), null, small);
+            BlockKey shorter = TestBlocks.key("b", 1);
+            engine.put(shorter, null, TestBlocks.bytes(arena, 2, LARGE - 100));
+
+            BlockKey next = TestBlocks.key("b", 2);
+            engine.put(next, null, TestBlocks.bytes(arena, 3, LARGE));
+
+            assertThat(engine.info(shorter))
+                    .as("the one block whose slot fits went")
+                    .isNull();
+            assertThat(engine.info(TestBlocks.key("a", 1)))
+                    .as("older, but of another slot size")
+                    .isNotNull();
+            assertThat(engine.info(TestBlocks.key("a", 2))).isNotNull();
+            assertThat(engine.info(next)).isNotNull();
         }
     }
 

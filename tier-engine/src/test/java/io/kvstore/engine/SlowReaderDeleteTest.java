@@ -12,6 +12,7 @@ import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.Arrays;
@@ -150,6 +151,74 @@ class SlowReaderDeleteTest {
             assertThat(engine.info(prefix))
                     .as("the prefix, DRAM's only leaf, was dropped")
                     .isNull();
+        }
+    }
+
+    /**
+     * A copy in HBM fails its checksum while a slow client still reads the block from there: its slot is freed
+     * only when the block has no reader left. The hit in DRAM that follows schedules a promotion into HBM,
+     * which holds the block as a reader: it must not wait for that slot (it would wait for itself, and stall
+     * every other move for 30 s), and the block is promoted again by a later hit.
+     */
+    @Test
+    void aPromotionOntoABadCopyWhoseFreeingAwaitsReadersDoesNotStallTheMover() throws Exception {
+        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
+        MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = twoTiers(hbm, dram, true, EngineEvents.NONE)) {
+            BlockKey key = TestBlocks.key("ns", 1);
+            MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
+            engine.put(key, null, bytes, TierId.DRAM);
+            engine.read(key, (tier, record, view) -> tier); // a hit in DRAM: promoted to HBM
+            engine.awaitMoves();
+            assertThat(hbm.contains(key)).isTrue();
+
+            CountDownLatch reading = new CountDownLatch(1);
+            CountDownLatch finishRead = new CountDownLatch(1);
+            CompletableFuture<TierId> slow = CompletableFuture.supplyAsync(
+                    () -> {
+                        try {
+                            return engine.read(key, (tier, record, view) -> {
+                                reading.countDown();
+                                try {
+                                    finishRead.await(30, TimeUnit.SECONDS); // a client that stopped reading
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                return tier;
+                            });
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    task -> Thread.ofPlatform().daemon().start(task));
+            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+            long offset = hbm.offsetOf(key);
+            hbm.region().set(ValueLayout.JAVA_BYTE, offset, (byte) ~hbm.region().get(ValueLayout.JAVA_BYTE, offset));
+
+            // fails its checksum in HBM, is served from DRAM, and that hit schedules a promotion into HBM
+            MemorySegment out = arena.allocate(BLOCK);
+            engine.get(key, out);
+            assertThat(out.mismatch(bytes)).isEqualTo(-1);
+            finishRead.countDown();
+            assertThat(slow.get(10, TimeUnit.SECONDS)).isEqualTo(TierId.HBM);
+
+            CompletableFuture<Void> moves = CompletableFuture.runAsync(engine::awaitMoves);
+            assertThat(moves)
+                    .as("the mover is not stuck behind the bad copy's freeing")
+                    .succeedsWithin(Duration.ofSeconds(5));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+            while (hbm.contains(key)
+                    && !Objects.requireNonNull(engine.info(key)).tiers().contains(TierId.HBM)) {
+                assertThat(System.nanoTime()).as("bad copy never freed").isLessThan(deadline);
+                Thread.sleep(1);
+            }
+            engine.get(key, out); // a later hit promotes it again
+            engine.awaitMoves();
+            assertThat(Objects.requireNonNull(engine.info(key)).tiers()).contains(TierId.HBM);
+            TierId servedBy = engine.read(key, (tier, record, view) -> view.mismatch(bytes) == -1 ? tier : null);
+            assertThat(servedBy).as("a good copy served from HBM").isEqualTo(TierId.HBM);
         }
     }
 

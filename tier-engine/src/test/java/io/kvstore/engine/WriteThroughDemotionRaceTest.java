@@ -4,13 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
-import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -41,12 +41,13 @@ class WriteThroughDemotionRaceTest {
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(key, null, bytes); // write-back: in DRAM only
             engine.setWriteThrough("ns", true);
-            CatalogEntry entry = RaceFixtures.catalogOf(engine).get(key);
             CompletableFuture<TierId> put = new CompletableFuture<>();
             // the demoter has written the NVMe copy and not recorded it yet: a client stores the block again,
             // which copies it through to NVMe (the block is not recorded there)
+            // (it waits for the demoter's copy, unrecorded, to be recorded or freed: outside its read, so the
+            // demoter's claim is the block's only reader when it finishes)
             events.onMove(() -> {
-                Thread.ofPlatform().daemon().start(() -> {
+                Thread putter = Thread.ofPlatform().daemon().start(() -> {
                     try {
                         put.complete(engine.put(key, null, bytes));
                     } catch (Throwable e) {
@@ -54,7 +55,7 @@ class WriteThroughDemotionRaceTest {
                     }
                 });
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (entry.readers() < 2 && System.nanoTime() < deadline) { // the demoter's claim and the put's read
+                while (!waitingForOldCopy(putter) && System.nanoTime() < deadline) {
                     Thread.onSpinWait();
                 }
             });
@@ -64,6 +65,14 @@ class WriteThroughDemotionRaceTest {
             assertThat(engine.info(key).tiers()).contains(TierId.NVME);
             // once per copy, as EngineEvents#copyAdded promises
             assertThat(added).containsExactly("DRAM " + key, "NVME " + key);
+            assertThat(engine.info(key).tiers())
+                    .as("the demoter, its claim the only reader left, moved the block out of DRAM")
+                    .containsExactly(TierId.NVME);
         }
+    }
+
+    /** Whether {@code t} waits for a tier to record or free an old copy of its block before copying it. */
+    private static boolean waitingForOldCopy(Thread t) {
+        return Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().equals("awaitOldCopyFreed"));
     }
 }
