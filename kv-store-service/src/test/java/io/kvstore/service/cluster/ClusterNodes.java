@@ -98,6 +98,23 @@ final class ClusterNodes {
         return b;
     }
 
+    /** One frame: {@code hash} (no parent) with {@code content}. */
+    static byte[] frame(BlockHash hash, byte[] content) throws IOException {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        new BlockFrames.Writer(out)
+                .write(new BlockFrames.Header(hash, null, content.length), MemorySegment.ofArray(content));
+        return out.toByteArray();
+    }
+
+    /** A new temporary directory, for a node's {@code kvstore.data-dir}. */
+    static Path tempDir(String prefix) {
+        try {
+            return java.nio.file.Files.createTempDirectory(prefix);
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     /** Frames for {@code chain[from, to)}, each with its parent (null for the prompt's first block). */
     static byte[] frames(List<BlockHash> chain, int from, int to) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();

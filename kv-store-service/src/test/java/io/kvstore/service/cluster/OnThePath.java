@@ -58,8 +58,13 @@ final class OnThePath implements AutoCloseable {
 
     /** The peer named {@code node} in the member set, as node "a" calls it; its calls come here. */
     RemotePeer peer(String node) {
+        return peerAt(node, "http://127.0.0.1:" + server.getAddress().getPort());
+    }
+
+    /** The peer named {@code node} in the member set at address {@code base}, as node "a" calls it. */
+    static RemotePeer peerAt(String node, String base) {
         return new RemotePeer(
-                new Member(node, "http://127.0.0.1:" + server.getAddress().getPort(), 1),
+                new Member(node, base, 1),
                 new Member("a", "http://127.0.0.1:1", 1),
                 java.net.http.HttpClient.newHttpClient(),
                 JSON,

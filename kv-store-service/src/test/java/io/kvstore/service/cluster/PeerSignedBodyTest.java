@@ -3,10 +3,7 @@ package io.kvstore.service.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
-import io.kvstore.service.blocks.BlockFrames;
 import io.kvstore.service.security.Caller;
-import java.io.ByteArrayOutputStream;
-import java.lang.foreign.MemorySegment;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -42,7 +39,7 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class PeerSignedBodyTest {
 
-    static final Path DATA_DIR = tempDir();
+    static final Path DATA_DIR = ClusterNodes.tempDir("kvstore-peer-body-test");
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final String NS = "a-signed";
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
@@ -53,26 +50,11 @@ class PeerSignedBodyTest {
         registry.add("kvstore.data-dir", DATA_DIR::toString);
     }
 
-    private static Path tempDir() {
-        try {
-            return java.nio.file.Files.createTempDirectory("kvstore-peer-body-test");
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     @LocalServerPort
     int port;
 
     private String base() {
         return "http://127.0.0.1:" + port;
-    }
-
-    private static byte[] frame(BlockHash hash, byte[] content) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        new BlockFrames.Writer(out)
-                .write(new BlockFrames.Header(hash, null, content.length), MemorySegment.ofArray(content));
-        return out.toByteArray();
     }
 
     /** 401 problem JSON saying the body does not match its signature. */
@@ -94,7 +76,7 @@ class PeerSignedBodyTest {
         OnThePath.Captured signed;
         try (OnThePath path = new OnThePath()) {
             try {
-                path.peer().store(ALPHA_CALLER, NS, frame(hash, genuine));
+                path.peer().store(ALPHA_CALLER, NS, ClusterNodes.frame(hash, genuine));
             } catch (RuntimeException | java.io.IOException ignored) {
                 // the party on the path answers nothing a store's answer is read from
             }
@@ -103,7 +85,7 @@ class PeerSignedBodyTest {
         byte[] forged = genuine.clone();
         Arrays.fill(forged, 0, 64, (byte) 0x5A);
 
-        assertBodyRefused(OnThePath.passOn(base(), signed, frame(hash, forged)));
+        assertBodyRefused(OnThePath.passOn(base(), signed, ClusterNodes.frame(hash, forged)));
         assertThat(ClusterNodes.fetch(base(), NS, List.of(hash), ALPHA).statusCode())
                 .as("nothing stored under the changed body")
                 .isEqualTo(404);

@@ -3,14 +3,8 @@ package io.kvstore.service.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
-import io.kvstore.service.blocks.BlockFrames;
 import io.kvstore.service.security.Caller;
-import io.kvstore.service.security.PeerCredentials;
-import java.io.ByteArrayOutputStream;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -44,7 +38,7 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class PeerSignedContextPathTest {
 
-    static final Path DATA_DIR = tempDir();
+    static final Path DATA_DIR = ClusterNodes.tempDir("kvstore-peer-context-test");
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final String NS = "a-context";
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
@@ -53,14 +47,6 @@ class PeerSignedContextPathTest {
     @DynamicPropertySource
     static void dataDir(DynamicPropertyRegistry registry) {
         registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
-
-    private static Path tempDir() {
-        try {
-            return java.nio.file.Files.createTempDirectory("kvstore-peer-context-test");
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
     }
 
     @LocalServerPort
@@ -73,22 +59,7 @@ class PeerSignedContextPathTest {
 
     /** This node as another node "a" calls it, with the cluster's secret. */
     private RemotePeer peer() {
-        return new RemotePeer(
-                new Member("b", base(), 1),
-                new Member("a", "http://127.0.0.1:1", 1),
-                java.net.http.HttpClient.newHttpClient(),
-                JSON,
-                Duration.ofSeconds(10),
-                null,
-                null,
-                new PeerCredentials(ClusterNodes.SECRET, "a", JSON, Clock.systemUTC()));
-    }
-
-    private static byte[] frame(BlockHash hash, byte[] content) throws Exception {
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        new BlockFrames.Writer(out)
-                .write(new BlockFrames.Header(hash, null, content.length), MemorySegment.ofArray(content));
-        return out.toByteArray();
+        return OnThePath.peerAt("b", base());
     }
 
     @Test
@@ -99,7 +70,8 @@ class PeerSignedContextPathTest {
         byte[] content = ClusterNodes.content(hash);
         RemotePeer peer = peer();
         try {
-            assertThat(peer.store(ALPHA_CALLER, NS, frame(hash, content)).storedBlocks())
+            assertThat(peer.store(ALPHA_CALLER, NS, ClusterNodes.frame(hash, content))
+                            .storedBlocks())
                     .isEqualTo(1);
             byte[] frames = peer.fetch(ALPHA_CALLER, NS, List.of(hash));
             assertThat(Arrays.copyOfRange(frames, frames.length - content.length, frames.length))
@@ -120,7 +92,7 @@ class PeerSignedContextPathTest {
         OnThePath.Captured signed;
         try (OnThePath path = new OnThePath()) {
             try {
-                path.peer().store(ALPHA_CALLER, NS, frame(hash, ClusterNodes.content(hash)));
+                path.peer().store(ALPHA_CALLER, NS, ClusterNodes.frame(hash, ClusterNodes.content(hash)));
             } catch (RuntimeException | java.io.IOException ignored) {
                 // the party on the path answers nothing a store's answer is read from
             }
