@@ -7,10 +7,7 @@ import java.util.List;
 /**
  * A namespace as clients declare it and as it is kept on disk ({@code PUT /v1/namespaces/{ns}} body,
  * {@code namespaces.json}). {@code lora} and {@code extraKeys} (optional) name what the engine hashed into every
- * block beside the tokens; KV events carry them ({@code docs/events.md}). {@code clusterRevision} is only read, from a
- * {@code namespaces.json} one release wrote it in (etcd's create revision a declaration was applied from, kept in
- * {@code namespace-revisions.json} since: {@link NamespaceRegistry}); it is never written, and a client's value is
- * ignored.
+ * block beside the tokens; KV events carry them ({@code docs/events.md}).
  */
 public record NamespaceDeclaration(
         String model,
@@ -20,8 +17,7 @@ public record NamespaceDeclaration(
         String durability,
         String tenant,
         @JsonInclude(JsonInclude.Include.NON_NULL) String lora,
-        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys,
-        @JsonInclude(JsonInclude.Include.NON_NULL) Long clusterRevision) {
+        @JsonInclude(JsonInclude.Include.NON_NULL) List<String> extraKeys) {
 
     /** {@code durability} values: acknowledged once in a tier (default), or once on the durable tier. */
     public static final String WRITE_BACK = "write-back";
@@ -91,8 +87,7 @@ public record NamespaceDeclaration(
                 spec.writeThrough() ? WRITE_THROUGH : WRITE_BACK,
                 tenant,
                 spec.lora(),
-                spec.extraKeys(),
-                null);
+                spec.extraKeys());
     }
 
     private static int required(Integer value, String field) {

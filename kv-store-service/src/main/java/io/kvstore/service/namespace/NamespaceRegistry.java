@@ -89,11 +89,7 @@ public final class NamespaceRegistry {
             if (declaration.tenant() != null) {
                 owners.put(name, declaration.tenant());
             }
-            if (declaration.clusterRevision() != null) {
-                clusterRevisions.put(name, declaration.clusterRevision()); // written there by one release only
-            }
         });
-        Map<String, Long> moved = new TreeMap<>(clusterRevisions);
         if (Files.exists(revisionsFile)) {
             Map<String, Long> revisions;
             try {
@@ -110,12 +106,11 @@ public final class NamespaceRegistry {
                 }
             });
         }
-        if (!moved.isEmpty() || !staleRevisions.isEmpty()) {
-            // out of namespaces.json, which the next change rewrites without them
+        if (!staleRevisions.isEmpty()) {
             try {
                 saveRevisions(new TreeMap<>(clusterRevisions));
             } catch (InsufficientStorageException e) {
-                log.warn("namespace cluster revisions stay in {} until {} can be written", file, revisionsFile);
+                log.warn("revisions of removed namespaces stay in {} until it can be written", revisionsFile);
             }
         }
         log.info("{} namespace(s) declared before restart: {}", specs.size(), new TreeMap<>(specs).keySet());

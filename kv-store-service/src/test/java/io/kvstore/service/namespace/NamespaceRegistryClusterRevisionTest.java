@@ -134,19 +134,4 @@ class NamespaceRegistryClusterRevisionTest {
         assertThat(restarted.clusterRevision("ns")).isNull();
         assertThat(registry().clusterRevision("ns")).as("after another restart").isNull();
     }
-
-    @Test
-    void aRevisionKeptInNamespacesJsonByTheReleaseThatPutItThereIsReadAndMovedOut() throws Exception {
-        java.nio.file.Files.writeString(
-                dir.resolve("namespaces.json"),
-                "{\"ns\":" + DECLARATION.replace("\"hashSeed\":\"0\"", "\"hashSeed\":\"0\",\"clusterRevision\":7")
-                        + "}");
-        NamespaceRegistry registry = registry();
-        assertThat(registry.clusterRevision("ns")).isEqualTo(7L);
-
-        registry.declare("other", spec(), "alpha"); // rewrites namespaces.json
-        assertThat(registry().clusterRevision("ns")).as("after a restart").isEqualTo(7L);
-        assertThat(java.nio.file.Files.readString(dir.resolve("namespaces.json")))
-                .doesNotContain("clusterRevision");
-    }
 }
