@@ -151,26 +151,20 @@ public final class PrefixAwarePolicy implements EvictionPolicy {
 
     @Override
     public BlockKey nextVictim(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
-        for (Iterator<Node> it = leaves.iterator(); it.hasNext(); ) {
-            Node leaf = it.next();
-            visited++;
-            if (evictable.test(leaf.key)) {
-                return leaf.key;
-            }
-            if (held.test(leaf.key)) {
-                it.remove();
-                leaf.parked = true;
-            }
+        BlockKey leaf = oldestEvictable(leaves, evictable, held);
+        if (leaf != null) {
+            return leaf;
         }
-        return oldestOnACycle(evictable, held);
-    }
-
-    /** The oldest evictable block on a parent cycle, or null; held ones passed over are set aside. */
-    private BlockKey oldestOnACycle(Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        // no leaf can go: the oldest evictable block on a parent cycle, if any
         if (!mayCloseCycle.isEmpty()) {
             findNewCycles();
         }
-        for (Iterator<Node> it = onCycles.iterator(); it.hasNext(); ) {
+        return oldestEvictable(onCycles, evictable, held);
+    }
+
+    /** The oldest evictable block of {@code nodes}, or null; held ones passed over are set aside. */
+    private BlockKey oldestEvictable(TreeSet<Node> nodes, Predicate<BlockKey> evictable, Predicate<BlockKey> held) {
+        for (Iterator<Node> it = nodes.iterator(); it.hasNext(); ) {
             Node node = it.next();
             visited++;
             if (evictable.test(node.key)) {
