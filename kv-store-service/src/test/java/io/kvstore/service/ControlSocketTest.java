@@ -345,9 +345,7 @@ class ControlSocketTest {
             Granted next = granted(anchor.call(reserve("d-dropped", hash, -1)));
             assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
             assertThat(next.writerChecksums()).isTrue();
-            assertThat(anchor.call(new Writer(ControlFrames.CANCEL).str(next.reservationId()))
-                            .kind())
-                    .isEqualTo(ControlFrames.OK);
+            cancel(anchor, next);
         }
     }
 

@@ -197,16 +197,8 @@ class ClusterTenantTest {
     @Test
     void aCallSignedForOneNodeIsRefusedByAnotherSharingTheSecret() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4242);
-        OnThePath.Captured signed;
-        try (OnThePath path = new OnThePath()) {
-            try {
-                // a store node b sends to node a, captured on its way to a
-                path.peer("a").store(ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
-            } catch (RuntimeException | java.io.IOException ignored) {
-                // the party on the path answers nothing a store's answer is read from
-            }
-            signed = path.last();
-        }
+        // a store node b sends to node a, captured on its way to a
+        OnThePath.Captured signed = OnThePath.capturedStore("a", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
 
         // replayed to node b, which shares the secret but was never addressed: refused before it stores
         var replayed = OnThePath.passOn(b.base(), signed, signed.body());
@@ -233,16 +225,8 @@ class ClusterTenantTest {
     @Test
     void aSignedCallStrippedOfItsForwardedByHeaderIsNotRoutedOnToOtherNodes() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4343);
-        OnThePath.Captured signed;
-        try (OnThePath path = new OnThePath()) {
-            try {
-                // a store node a sends to node b, captured on its way to b
-                path.peer("b").store(ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
-            } catch (RuntimeException | java.io.IOException ignored) {
-                // the party on the path answers nothing a store's answer is read from
-            }
-            signed = path.last();
-        }
+        // a store node a sends to node b, captured on its way to b
+        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
 
         // without the header b would take it for an engine's call and route it to the block's owners, signing
         // for each of them anew: the replay to other nodes the signed target prevents

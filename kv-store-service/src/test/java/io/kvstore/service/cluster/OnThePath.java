@@ -51,6 +51,22 @@ final class OnThePath implements AutoCloseable {
         server.start();
     }
 
+    /**
+     * The store of {@code frames} into {@code ns} for {@code caller} that node "a" sends to the peer named
+     * {@code node}, as it was captured on its way there.
+     */
+    static Captured capturedStore(String node, io.kvstore.service.security.Caller caller, String ns, byte[] frames)
+            throws IOException {
+        try (OnThePath path = new OnThePath()) {
+            try {
+                path.peer(node).store(caller, ns, frames);
+            } catch (RuntimeException | IOException ignored) {
+                // the party on the path answers nothing a store's answer is read from
+            }
+            return path.last();
+        }
+    }
+
     /** A peer "b" as node "a" calls it, with the cluster's secret; its calls come here. */
     RemotePeer peer() {
         return peer("b");

@@ -73,15 +73,7 @@ class PeerSignedBodyTest {
         assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
         BlockHash hash = ClusterNodes.chain(1, 7001).getFirst();
         byte[] genuine = ClusterNodes.content(hash);
-        OnThePath.Captured signed;
-        try (OnThePath path = new OnThePath()) {
-            try {
-                path.peer().store(ALPHA_CALLER, NS, ClusterNodes.frame(hash, genuine));
-            } catch (RuntimeException | java.io.IOException ignored) {
-                // the party on the path answers nothing a store's answer is read from
-            }
-            signed = path.last();
-        }
+        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frame(hash, genuine));
         byte[] forged = genuine.clone();
         Arrays.fill(forged, 0, 64, (byte) 0x5A);
 

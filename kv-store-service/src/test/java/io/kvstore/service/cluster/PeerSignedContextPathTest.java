@@ -89,15 +89,8 @@ class PeerSignedContextPathTest {
         var declared = ClusterNodes.send(base(), "PUT", "/v1/namespaces/" + NS, ClusterNodes.DECLARATION, ALPHA);
         assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
         BlockHash hash = ClusterNodes.chain(1, 7102).getFirst();
-        OnThePath.Captured signed;
-        try (OnThePath path = new OnThePath()) {
-            try {
-                path.peer().store(ALPHA_CALLER, NS, ClusterNodes.frame(hash, ClusterNodes.content(hash)));
-            } catch (RuntimeException | java.io.IOException ignored) {
-                // the party on the path answers nothing a store's answer is read from
-            }
-            signed = path.last();
-        }
+        OnThePath.Captured signed =
+                OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frame(hash, ClusterNodes.content(hash)));
         // the store's signature on a store into another namespace below the context path
         var moved = new OnThePath.Captured("PUT", "/v1/namespaces/" + NS + "x/blocks", signed.headers(), signed.body());
         assertThat(OnThePath.passOn(base(), moved, signed.body()).statusCode()).isEqualTo(403);
