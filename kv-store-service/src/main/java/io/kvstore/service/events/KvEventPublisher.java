@@ -326,6 +326,9 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
     /** Sends the live stores that waited for {@code parent}, and those that waited for them. */
     private void releaseChildren(String namespace, long parent) {
+        if (waiting.isEmpty()) {
+            return; // as a rule: no key and no stack made for each block re-announced
+        }
         ArrayDeque<Long> parents = new ArrayDeque<>();
         for (long p = parent; ; p = parents.pop()) {
             List<WaitingStores.Waiting> children = waiting.release(namespace, p);

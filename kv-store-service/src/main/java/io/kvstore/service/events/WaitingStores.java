@@ -64,6 +64,11 @@ final class WaitingStores {
         return list;
     }
 
+    /** Whether no copy waits. */
+    boolean isEmpty() {
+        return byParent.isEmpty();
+    }
+
     /** Copies still waiting. */
     int size() {
         int n = 0;
