@@ -6,8 +6,14 @@ import io.kvstore.service.error.InsufficientStorageException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.HashSet;
 import java.util.Map;
 import java.util.Set;
@@ -31,11 +37,24 @@ import tools.jackson.databind.json.JsonMapper;
  * <p>In cluster mode the etcd create revision each declaration was applied from is kept beside it, in {@code
  * namespace-revisions.json}, not in {@code namespaces.json}: the previous release reads that file with a mapper
  * that refuses unknown fields, so a field added there would stop a node rolled back from starting.
+ *
+ * <p>That release reads {@code namespaces.json} and writes it, and never {@code namespace-revisions.json}: rolled
+ * back, a node can delete a namespace and declare it anew through the API (etcd creates it again, at a later
+ * revision, and blocks are stored in it), to the byte as it was; rolled forward, the revision left beside it is the
+ * deleted declaration's, and the next sync took the namespace for one declared anew while this node missed the
+ * delete, and dropped its blocks. So the revisions file holds, under {@value #STAMP} (no namespace's name), a
+ * stamp of {@code namespaces.json} as this release last wrote it: its bytes, modification time and file key (each
+ * write is a new file, renamed into place). Read back with another stamp, or none (written by the release before
+ * the stamp), the revisions are not used: each namespace takes etcd's create revision at the next sync, as a node
+ * did before revisions were kept. A revision is therefore trusted only for the declarations this release wrote; a
+ * namespace declared anew elsewhere while such a node was down keeps its old blocks there once, after a rollback.
  */
 public final class NamespaceRegistry {
 
     private static final Logger log = LoggerFactory.getLogger(NamespaceRegistry.class);
     private static final Pattern NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._:-]{0,127}");
+    /** The key of the stamp of {@code namespaces.json} in {@code namespace-revisions.json} (see the class comment). */
+    static final String STAMP = "#namespaces.json";
 
     /** What a declaration did. */
     public enum Outcome {
@@ -98,11 +117,22 @@ public final class NamespaceRegistry {
                 throw new IllegalStateException(
                         "cannot read namespace cluster revisions from " + revisionsFile + ": " + e.getMessage(), e);
             }
+            Long stamp = revisions.remove(STAMP);
+            boolean current = stamp != null && stamp.equals(declarationsStamp());
+            if (!current && !revisions.isEmpty()) {
+                log.info(
+                        "{} does not belong to {} as it is now (written since by another release, or not stamped): "
+                                + "the cluster revisions of {} are not used; each takes etcd's at the next sync",
+                        revisionsFile,
+                        file,
+                        new TreeMap<>(revisions).keySet());
+            }
             revisions.forEach((name, revision) -> {
-                if (specs.containsKey(name)) {
+                if (current && specs.containsKey(name)) {
                     clusterRevisions.put(name, revision);
                 } else {
-                    staleRevisions.add(name); // removed, and the node stopped before the revision went
+                    // removed, and the node stopped before the revision went; or not this declaration's revision
+                    staleRevisions.add(name);
                 }
             });
         }
@@ -155,6 +185,7 @@ public final class NamespaceRegistry {
             owners.put(name, tenant);
         }
         specs.put(name, spec);
+        restamp();
         log.info(
                 "namespace {} declared: {} blocks of {} bytes, {}",
                 name,
@@ -199,15 +230,8 @@ public final class NamespaceRegistry {
         owners.remove(name);
         if (clusterRevisions.remove(name) != null) {
             staleRevisions.add(name);
-            try {
-                saveRevisions(new TreeMap<>(clusterRevisions));
-            } catch (InsufficientStorageException e) {
-                log.warn(
-                        "the cluster revision of removed namespace {} stays in {} until it can be written",
-                        name,
-                        revisionsFile);
-            }
         }
+        restamp();
         log.info("namespace {} removed", name);
         return true;
     }
@@ -261,10 +285,60 @@ public final class NamespaceRegistry {
         write(file, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(declarations));
     }
 
-    /** Writes {@code revisions}, which hold no undeclared namespace's: the file then holds no stale one either. */
+    /**
+     * Writes {@code revisions}, which hold no undeclared namespace's, stamped with {@code namespaces.json} as it is
+     * now: the file then holds no stale revision either.
+     */
     private void saveRevisions(Map<String, Long> revisions) {
-        write(revisionsFile, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(revisions));
+        Map<String, Long> stamped = new TreeMap<>(revisions);
+        Long stamp = declarationsStamp();
+        if (stamp != null) {
+            stamped.put(STAMP, stamp);
+        }
+        write(revisionsFile, json.writerWithDefaultPrettyPrinter().writeValueAsBytes(stamped));
         staleRevisions.clear();
+    }
+
+    /**
+     * Stamps {@code namespace-revisions.json} anew after {@code namespaces.json} was written, so that its revisions
+     * are still used after a restart; when that fails, they are not (the safe side: etcd's are taken again).
+     */
+    private void restamp() {
+        if (!Files.exists(revisionsFile)) {
+            return;
+        }
+        try {
+            saveRevisions(new TreeMap<>(clusterRevisions));
+        } catch (InsufficientStorageException e) {
+            log.warn(
+                    "{} is not stamped with {} as written now: its cluster revisions are not used after a restart "
+                            + "(those of removed namespaces {} stay in it until it can be written)",
+                    revisionsFile,
+                    file,
+                    staleRevisions);
+        }
+    }
+
+    /**
+     * The stamp of {@code namespaces.json} as it is on disk now: 64 bits of the SHA-256 of its bytes, modification
+     * time and file key. Null when it cannot be read (then revisions written with it are not used after a restart).
+     */
+    private @Nullable Long declarationsStamp() {
+        try {
+            BasicFileAttributes attributes = Files.readAttributes(file, BasicFileAttributes.class);
+            MessageDigest sha = MessageDigest.getInstance("SHA-256");
+            sha.update(Files.readAllBytes(file));
+            sha.update(("\n" + attributes.lastModifiedTime().toInstant() + "\n" + attributes.fileKey())
+                    .getBytes(StandardCharsets.UTF_8));
+            return ByteBuffer.wrap(sha.digest()).getLong();
+        } catch (NoSuchFileException e) {
+            return null;
+        } catch (IOException e) {
+            log.warn("cannot stamp the cluster revisions with {}: {}", file, e.toString());
+            return null;
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
     }
 
     private void write(Path to, byte[] bytes) {

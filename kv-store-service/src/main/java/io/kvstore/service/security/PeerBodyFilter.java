@@ -1,8 +1,10 @@
 package io.kvstore.service.security;
 
+import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.error.ServletProblems;
+import io.kvstore.service.error.TooManyRequestsException;
 import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
@@ -27,7 +29,9 @@ import tools.jackson.databind.json.JsonMapper;
  * 403 problem JSON when it is not valid, before a byte of the body is read, so a stranger cannot make this
  * node buffer bodies), then the body against the SHA-256 the signature covers ({@value PeerCredentials#BODY}):
  * it is read whole (held to the body limits by {@code BodySizeLimitFilter}, which runs first), hashed, and
- * handed on from memory; one that does not match is answered 401 problem JSON and never used. The verified
+ * handed on from memory; one that does not match is answered 401 problem JSON and never used. Only then is the
+ * call's nonce taken ({@link PeerCredentials#take}): 409 problem JSON when this node took it already (a captured
+ * call sent again), 429 when it keeps as many nonces as it may; a changed body uses up no nonce. The verified
  * caller is left as {@link PeerCredentials#VERIFIED}, so it is not checked again. Requests without a
  * forwarded caller, and every request where no {@code kvstore.cluster.secret} is set, pass untouched (the
  * latter refused where the caller is decided).
@@ -56,9 +60,9 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
             return;
         }
         // the signature (headers only) first: no body is buffered for a caller that is not a peer's
-        Caller caller;
+        PeerCredentials.Signed call;
         try {
-            caller = credentials.forwarded(request);
+            call = java.util.Objects.requireNonNull(credentials.verify(request), "a caller header is present");
         } catch (ForbiddenException e) {
             refuse(request, response, 403, "Forbidden", e.getMessage());
             return;
@@ -84,7 +88,19 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
                             + ": it was changed after the calling node signed it");
             return;
         }
-        request.setAttribute(PeerCredentials.VERIFIED, caller);
+        try {
+            credentials.take(call);
+        } catch (ConflictException e) {
+            refuse(request, response, 409, "Conflict", e.getMessage());
+            return;
+        } catch (TooManyRequestsException e) {
+            refuse(request, response, 429, "Too Many Requests", e.getMessage());
+            return;
+        } catch (ForbiddenException e) {
+            refuse(request, response, 403, "Forbidden", e.getMessage());
+            return;
+        }
+        request.setAttribute(PeerCredentials.VERIFIED, call.caller());
         chain.doFilter(new Read(request, body), response);
     }
 

@@ -1,15 +1,19 @@
 package io.kvstore.service.security;
 
+import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.ForbiddenException;
+import io.kvstore.service.error.TooManyRequestsException;
 import jakarta.servlet.http.HttpServletRequest;
 import java.nio.charset.StandardCharsets;
 import java.security.InvalidKeyException;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.security.SecureRandom;
 import java.time.Clock;
 import java.util.Base64;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicLong;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
 import org.jspecify.annotations.Nullable;
@@ -25,9 +29,9 @@ import tools.jackson.databind.json.JsonMapper;
  * checks the signature in constant time and then enforces the same tenant rules on the forwarded caller as the first
  * node did, so tokens need to be configured (or issued) only where engines call, and a stranger without the secret
  * cannot claim another tenant's identity. The secret itself never travels; a signature is good for its one method,
- * path, caller and body, at its one node, within {@link #MAX_SKEW_SECONDS} of its timestamp. The path is the call's
- * below the node's registered address, checked below the peer's servlet context path ({@link #signedPath}), so nodes
- * served under {@code server.servlet.context-path} verify what their peers signed.
+ * path, caller and body, at its one node, once, within {@link #MAX_SKEW_SECONDS} of its timestamp. The path is the
+ * call's below the node's registered address, checked below the peer's servlet context path ({@link #signedPath}), so
+ * nodes served under {@code server.servlet.context-path} verify what their peers signed.
  *
  * <p>The node a call is meant for is named by its {@code kvstore.cluster.node-name}: the name the peer
  * registered in the member set, which the sending node reads there, and which the receiving node has in its
@@ -40,6 +44,14 @@ import tools.jackson.databind.json.JsonMapper;
  * one without it is routed through the cluster (to every owner, to etcd, to every live node). It is signed too,
  * and a signed caller is taken only with it: stripped from a call captured on its way to one node, the node would
  * route that call on to the others with signatures of its own, the replay to other nodes the target prevents.
+ *
+ * <p>Each signed call carries a nonce ({@value #NONCE}: this process's random 64 bits and a count of its calls),
+ * covered by the signature, and the node it was meant for takes each nonce once ({@link SeenNonces}): the same
+ * call sent there again within the window, captured on the wire, is refused with 409 (before, a captured store or
+ * delete could be sent again, and did its work again, for 5 minutes). A nonce is taken only once the body was
+ * checked ({@link PeerBodyFilter}), so a call whose body a party on the path changed does not use up the nonce of
+ * the call it was taken from. The node keeps at most {@code kvstore.cluster.peer-nonces} nonces, those of the
+ * window; past that it refuses signed calls with 429 until older ones leave it, rather than forget one.
  */
 public final class PeerCredentials {
 
@@ -47,7 +59,7 @@ public final class PeerCredentials {
     public static final String CALLER = "Kvstore-Caller";
     /**
      * {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path, {@value #CALLER}, {@value #BODY},
-     * {@value #TARGET} and {@value #FORWARDED}.
+     * {@value #TARGET}, {@value #FORWARDED} and {@value #NONCE}.
      */
     public static final String SIGNATURE = "Kvstore-Peer-Signature";
     /** The hex SHA-256 of the request body (of no bytes when there is none), covered by {@value #SIGNATURE}. */
@@ -59,15 +71,34 @@ public final class PeerCredentials {
      * forwarding node's name, covered by {@value #SIGNATURE}.
      */
     public static final String FORWARDED = "Kvstore-Forwarded-By";
+    /**
+     * 32 hex digits, unique to one signed call and covered by {@value #SIGNATURE}: the called node takes each once
+     * within the window.
+     */
+    public static final String NONCE = "Kvstore-Peer-Nonce";
 
     static final long MAX_SKEW_SECONDS = 300;
-    /** The request attribute holding a forwarded caller whose signature and body were verified. */
+    /** Nonces kept by default: about 80 MB, 3,300 signed calls a second for the 300 s a nonce is kept. */
+    public static final long DEFAULT_NONCES = 1_000_000;
+    /**
+     * The request attribute holding a forwarded caller whose signature held and whose nonce this node took (its body
+     * checked too, when {@link PeerBodyFilter} set it).
+     */
     static final String VERIFIED = PeerCredentials.class.getName() + ".verified";
 
     private final byte @Nullable [] secret;
     private final String node;
     private final JsonMapper json;
     private final Clock clock;
+    private final SeenNonces seen;
+    private final long capacity;
+    /** This process's half of every nonce it signs: two nodes, or two runs of one, never send the same. */
+    private final long noncePrefix = new SecureRandom().nextLong();
+
+    private final AtomicLong calls = new AtomicLong();
+
+    /** A forwarded call whose signature holds: its caller, and the time and nonce it was signed with. */
+    record Signed(Caller caller, long at, SeenNonces.Nonce nonce) {}
 
     /**
      * @param secret {@code kvstore.cluster.secret}; null or blank: none, no caller is forwarded or accepted
@@ -75,10 +106,17 @@ public final class PeerCredentials {
      *     calls it accepts, and the forwarding node its own signed calls name ({@value #FORWARDED})
      */
     public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock) {
+        this(secret, node, json, clock, DEFAULT_NONCES);
+    }
+
+    /** @param nonces {@code kvstore.cluster.peer-nonces}: the most nonces of accepted calls kept at once */
+    public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock, long nonces) {
         this.secret = secret == null || secret.isBlank() ? null : secret.getBytes(StandardCharsets.UTF_8);
         this.node = node;
         this.json = json;
         this.clock = clock;
+        this.capacity = nonces;
+        this.seen = new SeenNonces(MAX_SKEW_SECONDS, nonces);
     }
 
     /** Whether {@code kvstore.cluster.secret} is set: only then are callers forwarded and accepted. */
@@ -87,13 +125,14 @@ public final class PeerCredentials {
     }
 
     /**
-     * The five headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
+     * The six headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
      * (empty for a call without one) from this node to the node named {@code target} in the member set.
      */
     public Map<String, String> sign(String target, String method, String path, Caller caller, byte[] body) {
         String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
         String digest = digest(body);
         long now = clock.instant().getEpochSecond();
+        String nonce = new SeenNonces.Nonce(noncePrefix, calls.incrementAndGet()).toString();
         return Map.of(
                 CALLER,
                 encoded,
@@ -103,8 +142,10 @@ public final class PeerCredentials {
                 target,
                 FORWARDED,
                 node,
+                NONCE,
+                nonce,
                 SIGNATURE,
-                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target, node)));
+                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target, node, nonce)));
     }
 
     /** The hex SHA-256 of {@code body}, as {@value #BODY} carries it. */
@@ -117,15 +158,35 @@ public final class PeerCredentials {
     }
 
     /**
-     * The caller a peer forwarded on {@code request}, or null when the request forwards none.
+     * The caller a peer forwarded on {@code request}, or null when the request forwards none; its nonce taken (by
+     * {@link PeerBodyFilter}, once the body was checked, or else here).
      *
      * @throws ForbiddenException when it forwards one without a valid signature (unset secret, wrong secret,
      *     another request's signature, one signed for another node, or a stale one)
+     * @throws ConflictException when this node took the call's nonce already: a replay
+     * @throws TooManyRequestsException when this node keeps as many nonces as it may
      */
     public @Nullable Caller forwarded(HttpServletRequest request) {
         if (request.getAttribute(VERIFIED) instanceof Caller verified) {
-            return verified; // by PeerBodyFilter, body included
+            return verified;
         }
+        Signed signed = verify(request);
+        if (signed == null) {
+            return null;
+        }
+        take(signed);
+        request.setAttribute(VERIFIED, signed.caller());
+        return signed.caller();
+    }
+
+    /**
+     * The call a peer forwarded on {@code request}, its signature checked (headers only), its nonce not taken yet;
+     * null when the request forwards no caller.
+     *
+     * @throws ForbiddenException as {@link #forwarded}
+     */
+    @Nullable
+    Signed verify(HttpServletRequest request) {
         String encoded = request.getHeader(CALLER);
         if (encoded == null) {
             return null;
@@ -161,7 +222,16 @@ public final class PeerCredentials {
             throw new ForbiddenException("a forwarded caller is taken only on a node-to-node call, marked " + FORWARDED
                     + " (covered by " + SIGNATURE + "); without it the call would be routed on to other nodes");
         }
-        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest, target, from);
+        String nonceHeader = request.getHeader(NONCE);
+        if (nonceHeader == null) {
+            throw new ForbiddenException("a forwarded caller needs a " + NONCE + " header (unique to the call, covered "
+                    + "by " + SIGNATURE + "); nodes of older releases do not send it: upgrade every node");
+        }
+        SeenNonces.Nonce nonce = SeenNonces.Nonce.parse(nonceHeader);
+        if (nonce == null) {
+            throw new ForbiddenException("a forwarded caller needs a " + NONCE + " of 32 hex digits");
+        }
+        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest, target, from, nonceHeader);
         if (!MessageDigest.isEqual(given, expected)) {
             throw new ForbiddenException("the forwarded caller's " + SIGNATURE
                     + " does not match: the calling node does not share this node's kvstore.cluster.secret");
@@ -179,10 +249,36 @@ public final class PeerCredentials {
             throw new ForbiddenException("the forwarded caller's signature is more than " + MAX_SKEW_SECONDS
                     + " s old or ahead (clocks of the nodes apart, or a replayed request)");
         }
+        Caller caller;
         try {
-            return json.readValue(Base64.getUrlDecoder().decode(encoded), Caller.class);
+            caller = json.readValue(Base64.getUrlDecoder().decode(encoded), Caller.class);
         } catch (RuntimeException e) {
             throw new ForbiddenException("the forwarded caller cannot be read: " + e.getMessage());
+        }
+        return new Signed(caller, at, nonce);
+    }
+
+    /**
+     * Takes the nonce of a call {@link #verify} passed: each once, kept until its signature's window closes.
+     *
+     * @throws ConflictException when it was taken already: the call was accepted here before, this is a replay
+     * @throws TooManyRequestsException when this node keeps {@code kvstore.cluster.peer-nonces} nonces, all still in
+     *     the window: refused rather than one forgotten, which would let its call be replayed
+     * @throws ForbiddenException when its second is out of the window by now
+     */
+    void take(Signed signed) {
+        switch (seen.accept(signed.at(), signed.nonce(), clock.instant().getEpochSecond())) {
+            case ACCEPTED -> {}
+            case REPLAYED ->
+                throw new ConflictException("this signed call (" + NONCE + " " + signed.nonce() + ", signed at "
+                        + signed.at() + ") was already accepted by this node: a captured call replayed, refused");
+            case FULL ->
+                throw new TooManyRequestsException("this node keeps the nonces of the " + capacity + " signed calls "
+                        + "it accepted in the last " + MAX_SKEW_SECONDS + " s (kvstore.cluster.peer-nonces) and "
+                        + "takes no more until they age out: forgetting one would let its call be replayed");
+            case EXPIRED ->
+                throw new ForbiddenException("the forwarded caller's signature is more than " + MAX_SKEW_SECONDS
+                        + " s old (clocks of the nodes apart, or a replayed request)");
         }
     }
 
@@ -197,13 +293,14 @@ public final class PeerCredentials {
         return context != null && !context.isEmpty() && uri.startsWith(context) ? uri.substring(context.length()) : uri;
     }
 
-    private byte[] mac(long at, String method, String path, String caller, String body, String target, String from) {
+    private byte[] mac(
+            long at, String method, String path, String caller, String body, String target, String from, String nonce) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(java.util.Objects.requireNonNull(secret), "HmacSHA256"));
-            return mac.doFinal(
-                    (at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body + "\n" + target + "\n" + from)
-                            .getBytes(StandardCharsets.UTF_8));
+            return mac.doFinal((at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body + "\n" + target + "\n"
+                            + from + "\n" + nonce)
+                    .getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException | InvalidKeyException e) {
             throw new IllegalStateException(e);
         }

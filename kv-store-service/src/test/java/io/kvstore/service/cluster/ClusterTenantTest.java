@@ -223,6 +223,38 @@ class ClusterTenantTest {
     }
 
     @Test
+    void aCallReplayedToTheNodeItWasSignedForIsRefused() throws Exception {
+        List<BlockHash> fresh = ClusterNodes.chain(1, 4444);
+        // a store node a sends to node b, captured on its way to b
+        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        var delivered = OnThePath.passOn(b.base(), signed, signed.body());
+        assertThat(delivered.statusCode()).as(new String(delivered.body())).isEqualTo(200);
+
+        // the same call, body and all, sent again to b within the signature's window: refused, nothing stored
+        var replayed = OnThePath.passOn(b.base(), signed, signed.body());
+        String detail = new String(replayed.body());
+        assertThat(replayed.statusCode()).as(detail).isEqualTo(409);
+        assertThat(replayed.headers().firstValue("Content-Type").orElse("")).startsWith("application/problem+json");
+        assertThat(JSON.readTree(detail).path("detail").asString())
+                .contains("already accepted")
+                .contains("replayed");
+
+        // a call signed anew (another nonce) for the same store is taken: only the repeat is refused
+        OnThePath.Captured again = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        assertThat(header(again, PeerCredentials.NONCE)).isNotEqualTo(header(signed, PeerCredentials.NONCE));
+        var resigned = OnThePath.passOn(b.base(), again, again.body());
+        assertThat(resigned.statusCode()).as(new String(resigned.body())).isEqualTo(200);
+    }
+
+    private static String header(OnThePath.Captured request, String name) {
+        return request.headers().entrySet().stream()
+                .filter(e -> e.getKey().equalsIgnoreCase(name))
+                .map(Map.Entry::getValue)
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no " + name + " header on " + request.headers()));
+    }
+
+    @Test
     void aSignedCallStrippedOfItsForwardedByHeaderIsNotRoutedOnToOtherNodes() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4343);
         // a store node a sends to node b, captured on its way to b

@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.kvstore.service.config.DurableFiles;
 import io.kvstore.service.error.InsufficientStorageException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -133,5 +136,61 @@ class NamespaceRegistryClusterRevisionTest {
 
         assertThat(restarted.clusterRevision("ns")).isNull();
         assertThat(registry().clusterRevision("ns")).as("after another restart").isNull();
+    }
+
+    /**
+     * Upgrade, roll back, roll forward: the new release applied {@code ns} from the cluster at create revision 42;
+     * rolled back, the previous release deleted {@code ns} and declared it anew through its API (etcd created it
+     * again, at a later revision, and blocks were stored in it), rewriting {@code namespaces.json} as its registry
+     * does and leaving {@code namespace-revisions.json} as it was. The declaration is the same to the byte; only
+     * the file was written since. Taking 42 for it would make the next sync drop the new declaration's blocks.
+     */
+    @Test
+    void aRevisionIsNotTakenForADeclarationThePreviousReleaseMadeAnewAfterARollback() throws Exception {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        Path declarations = dir.resolve("namespaces.json");
+        byte[] withNs = Files.readAllBytes(declarations);
+        byte[] revisions = Files.readAllBytes(dir.resolve("namespace-revisions.json"));
+
+        // the previous release starts (a rollback takes a restart: its writes come later than the last one above)
+        Thread.sleep(1100);
+        DurableFiles.replace(declarations, "{ }".getBytes(StandardCharsets.UTF_8)); // DELETE /v1/namespaces/ns
+        DurableFiles.replace(declarations, withNs); // PUT /v1/namespaces/ns, the same declaration
+
+        assertThat(Files.readAllBytes(dir.resolve("namespace-revisions.json"))).isEqualTo(revisions);
+        NamespaceRegistry rolledForward = registry();
+        assertThat(rolledForward.declared("ns")).isEqualTo(spec());
+        assertThat(rolledForward.clusterRevision("ns"))
+                .as("the revision of the declaration the previous release deleted")
+                .isNull();
+        rolledForward.recordClusterRevision("ns", 57); // etcd's, at the next sync
+        assertThat(registry().clusterRevision("ns")).as("after another restart").isEqualTo(57L);
+    }
+
+    /**
+     * A revision stays trusted across restarts while nothing else wrote {@code namespaces.json}: this release's own
+     * declarations and removals of other namespaces keep it.
+     */
+    @Test
+    void aRevisionSurvivesDeclarationsAndRemovalsOfOtherNamespaces() {
+        NamespaceRegistry registry = registry();
+        registry.declare("ns", spec(), "alpha");
+        registry.recordClusterRevision("ns", 42);
+        registry.declare("other", spec(), "alpha");
+        registry.declare("third", spec(), "alpha");
+        registry.remove("third");
+
+        assertThat(registry().clusterRevision("ns")).as("after a restart").isEqualTo(42L);
+    }
+
+    /** A revisions file as the release before the stamp wrote it: it may be the one a rollback left, so not used. */
+    @Test
+    void revisionsWithoutAStampAreNotUsed() throws Exception {
+        registry().declare("ns", spec(), "alpha");
+        Files.writeString(dir.resolve("namespace-revisions.json"), "{\"ns\":42}");
+
+        assertThat(registry().clusterRevision("ns")).isNull();
     }
 }
