@@ -8,6 +8,7 @@ import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.catalog.LookupResult;
 import io.kvstore.eviction.EvictionPolicyKind;
+import io.kvstore.eviction.TierPolicy;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.Checksums;
@@ -506,6 +507,11 @@ public final class TierEngine implements AutoCloseable {
 
     public void setPolicy(TierId id, EvictionPolicyKind kind) {
         stack.setPolicy(id, kind);
+    }
+
+    /** Tier {@code id}'s eviction policy, for tests in this package that count what it tracks. */
+    TierPolicy policy(TierId id) {
+        return stack.policy(id);
     }
 
     public void setWatermarks(TierId id, double high, double low) {

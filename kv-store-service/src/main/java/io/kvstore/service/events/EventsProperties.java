@@ -23,7 +23,8 @@ import org.springframework.validation.annotation.Validated;
  *     else its name) and {@code {host}} are replaced; the default is llm-d's {@code kv@<pod>@<model>}
  * @param replaySize batches kept for replay
  * @param queueSize block changes waiting to be published; beyond it changes are dropped, counted, and
- *     subscribers are told {@code AllBlocksCleared}
+ *     subscribers are told {@code AllBlocksCleared}; also the most live stores a re-announcement holds back
+ *     until their parent goes out, past which it starts over the same way
  * @param batchInterval how long changes gather before a batch is published
  * @param maxBatchEvents most events in one batch
  * @param hwm ZMQ high-water mark of the PUB socket: messages per subscriber queued before ZMQ drops them

@@ -61,7 +61,10 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
 
     private final AtomicBoolean overflowed = new AtomicBoolean();
     private final AtomicLong lastSeq = new AtomicLong(-1);
-    /** Changes taken off the queue and published (for tests: published + dropped = offered). */
+    /**
+     * Changes taken off the queue (for tests: with {@code dropped}, at least what was offered; a live store refused
+     * by {@link #waiting} counts in both).
+     */
     private final AtomicLong handled = new AtomicLong();
 
     private final Map<TierId, String> medium = new EnumMap<>(TierId.class);
@@ -88,8 +91,11 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
      * when it ends. Publisher thread only.
      */
     private final AnnouncedBlocks announced = new AnnouncedBlocks();
-    /** Live stores of children whose parent is not re-announced yet (publisher thread only). */
-    private final WaitingStores waiting = new WaitingStores();
+    /**
+     * Live stores of children whose parent is not re-announced yet (publisher thread only), at most as many as the
+     * queue holds: past that a store is dropped and the re-announcement starts over, as after an overflow.
+     */
+    private final WaitingStores waiting;
     /** A block and its ancestors not yet re-announced, the root on top (publisher thread only). */
     private final ArrayDeque<BlockInfo> chain = new ArrayDeque<>();
 
@@ -115,6 +121,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         this.batcher = new Batcher();
         this.ring = new ReplayRing(config.replaySize());
         this.queue = new ChangeRing(config.queueSize());
+        this.waiting = new WaitingStores(config.queueSize());
         this.published = Counter.builder("kvstore.events.published")
                 .description("KV events published (one per block stored into or removed from a tier)")
                 .register(registry);
@@ -214,7 +221,7 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
                     }
                     resyncPending = resync != null || resyncOwed;
                 }
-                if (resync != null && running) {
+                if (resync != null && running && !overflowed.get()) { // else a clear comes first next round
                     reannounce(resync);
                 }
             } catch (InterruptedException e) {
@@ -316,7 +323,9 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
             return;
         }
         if (hasParent && !announced.has(namespace, parent, AnnouncedBlocks.KNOWN)) {
-            waiting.add(namespace, parent, tier, hash);
+            if (!waiting.add(namespace, parent, tier, hash)) {
+                overflow(); // as many wait as the queue holds: start over rather than hold the heap
+            }
             return;
         }
         batcher.emit(tier, namespace, hash, hasParent, parent, true);
@@ -479,8 +488,8 @@ public final class KvEventPublisher implements EngineEvents, AutoCloseable {
         }
         clears.increment(n);
         log.warn(
-                "KV events: the queue of {} overflowed; sent AllBlocksCleared on {} topic(s), re-announcing what the"
-                        + " tiers hold",
+                "KV events: the queue of {} overflowed, or as many live stores waited for their parents during a"
+                        + " re-announcement; sent AllBlocksCleared on {} topic(s), re-announcing what the tiers hold",
                 config.queueSize(),
                 n);
     }

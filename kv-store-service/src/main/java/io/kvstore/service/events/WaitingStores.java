@@ -10,8 +10,13 @@ import org.jspecify.annotations.Nullable;
 /**
  * Live {@code BlockStored} changes held back during a re-announcement because subscribers have not been told of
  * the block's parent yet (the re-announcement has not reached it): each goes out right after its parent does,
- * and one whose copy is removed meanwhile is forgotten. Publisher thread only; as large as the live stores of
- * children of blocks not yet re-announced, and emptied when the re-announcement ends.
+ * and one whose copy is removed meanwhile is forgotten. Publisher thread only; emptied when the re-announcement
+ * ends.
+ *
+ * <p>Bounded: a fast engine storing children of blocks a long re-announcement has not reached yet would
+ * otherwise keep them all on the heap (millions on a large catalog). Past {@code capacity} {@link #add} refuses
+ * the store; the publisher then counts it dropped and starts over with {@code AllBlocksCleared}, as after a
+ * queue overflow (docs/events.md).
  */
 final class WaitingStores {
 
@@ -25,10 +30,27 @@ final class WaitingStores {
     /** The parent each waiting block waits for. */
     private final Map<Block, Long> parents = new HashMap<>();
 
-    void add(String namespace, long parent, TierId tier, long hash) {
+    private final int capacity;
+    /** Copies waiting: the sum of {@link #byParent}'s list sizes. */
+    private int size;
+
+    WaitingStores(int capacity) {
+        this.capacity = capacity;
+    }
+
+    /**
+     * Holds the store of {@code hash}'s copy in {@code tier} until {@code parent} goes out; false, holding nothing,
+     * when {@code capacity} copies wait already.
+     */
+    boolean add(String namespace, long parent, TierId tier, long hash) {
+        if (size >= capacity) {
+            return false;
+        }
         byParent.computeIfAbsent(new Block(namespace, parent), p -> new ArrayList<>())
                 .add(new Waiting(tier, hash));
         parents.put(new Block(namespace, hash), parent);
+        size++;
+        return true;
     }
 
     /** Forgets the waiting store of this copy, if any: its removal went out. */
@@ -43,7 +65,9 @@ final class WaitingStores {
         if (list == null) {
             return;
         }
-        list.remove(new Waiting(tier, hash));
+        if (list.remove(new Waiting(tier, hash))) {
+            size--;
+        }
         if (list.stream().noneMatch(w -> w.hash() == hash)) {
             parents.remove(child);
         }
@@ -57,6 +81,7 @@ final class WaitingStores {
     List<Waiting> release(String namespace, long parent) {
         List<Waiting> list = byParent.remove(new Block(namespace, parent));
         if (list != null) {
+            size -= list.size();
             for (Waiting w : list) {
                 parents.remove(new Block(namespace, w.hash()));
             }
@@ -71,20 +96,23 @@ final class WaitingStores {
 
     /** Copies still waiting. */
     int size() {
-        int n = 0;
-        for (List<Waiting> list : byParent.values()) {
-            n += list.size();
-        }
-        return n;
+        return size;
     }
 
     /** Forgets the waiting stores of one namespace (deleted). */
     void forget(String namespace) {
-        byParent.keySet().removeIf(b -> b.namespace().equals(namespace));
+        byParent.entrySet().removeIf(e -> {
+            boolean gone = e.getKey().namespace().equals(namespace);
+            if (gone) {
+                size -= e.getValue().size();
+            }
+            return gone;
+        });
         parents.keySet().removeIf(b -> b.namespace().equals(namespace));
     }
 
     void clear() {
+        size = 0;
         byParent.clear();
         parents.clear();
     }

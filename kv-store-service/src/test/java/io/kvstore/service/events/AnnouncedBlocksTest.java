@@ -47,7 +47,7 @@ class AnnouncedBlocksTest {
         assertThat(blocks.flags("a", 7)).isZero();
         assertThat(blocks.flags("b", 7)).isEqualTo(AnnouncedBlocks.KNOWN | AnnouncedBlocks.REANNOUNCED);
 
-        WaitingStores waiting = new WaitingStores();
+        WaitingStores waiting = new WaitingStores(16);
         waiting.add("a", 1, io.kvstore.block.TierId.HBM, 2);
         waiting.add("b", 1, io.kvstore.block.TierId.HBM, 2);
         waiting.forget("a");

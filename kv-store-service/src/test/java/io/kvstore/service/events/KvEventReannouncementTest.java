@@ -16,6 +16,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
@@ -66,6 +69,71 @@ class KvEventReannouncementTest {
                     .as("parent and child known at the end")
                     .contains(parent.key().hash().lastLong(), child.hash().lastLong())
                     .hasSize(roots + 2);
+        }
+    }
+
+    /**
+     * Live stores waiting for their parent are held on the publisher's heap; a fast engine storing children of
+     * blocks the re-announcement has not reached would grow them without end. Past as many as the queue holds (16
+     * here) a store is dropped instead, counted, and the publisher starts over with {@code AllBlocksCleared} and a
+     * fresh re-announcement, so the router still ends with the catalog's view and never sees a child before its
+     * parent.
+     */
+    @Test
+    void moreWaitingStoresThanTheQueueHoldsStartTheReannouncementOver() throws Exception {
+        int roots = 4 * KvEventPublisher.RESYNC_PER_ROUND;
+        int perRound = 12; // fits the queue of 16; two rounds' worth pass the cap
+        BlockInfo parent = info(EventedEngine.key("a", 0), null, TierId.NVME);
+        Map<BlockKey, BlockInfo> held = new ConcurrentHashMap<>();
+        List<BlockInfo> catalog = new CopyOnWriteArrayList<>();
+        for (int i = 0; i < roots; i++) {
+            BlockInfo root = info(EventedEngine.key("a", 1000 + i), null, TierId.NVME);
+            catalog.add(root);
+            held.put(root.key(), root);
+        }
+        catalog.add(parent);
+        held.put(parent.key(), parent);
+        AtomicInteger next = new AtomicInteger(1);
+        try (Harness h = new Harness()) {
+            h.overflow(catalog);
+            long droppedBefore = h.dropped();
+            AtomicBoolean hooked = new AtomicBoolean();
+            Runnable storeChildren = () -> {
+                // children of the last block, stored live while the re-announcement reads the roots (first one only)
+                for (int i = 0; i < perRound; i++) {
+                    BlockInfo child = info(
+                            EventedEngine.key("a", next.getAndIncrement()),
+                            parent.key().hash(),
+                            TierId.HBM);
+                    held.put(child.key(), child);
+                    catalog.add(child);
+                    h.p.copyAdded(
+                            TierId.HBM,
+                            new BlockRecord(child.key(), parent.key().hash(), 4096, 0));
+                }
+            };
+            h.p.resyncFrom(
+                    () -> {
+                        Iterator<BlockInfo> snapshot = List.copyOf(catalog).iterator();
+                        return hooked.getAndSet(true)
+                                ? snapshot
+                                : new Hooked(
+                                        new Hooked(snapshot, KvEventPublisher.RESYNC_PER_ROUND, storeChildren),
+                                        2 * KvEventPublisher.RESYNC_PER_ROUND,
+                                        storeChildren);
+                    },
+                    held::get);
+            h.awaitResynced(64 + 2 * perRound);
+            assertThat(h.dropped()).as("stores past the cap counted as dropped").isGreaterThan(droppedBefore);
+            assertThat(h.registry.get("kvstore.events.cleared").counter().count())
+                    .as("AllBlocksCleared after the first overflow and after the cap")
+                    .isGreaterThanOrEqualTo(2);
+            View view = View.of(h.sub.replay(0));
+            assertThat(view.unknownParent).as("stored before their parent").isEmpty();
+            assertThat(view.stored)
+                    .as("the catalog's view at the end")
+                    .containsExactlyInAnyOrderElementsOf(
+                            held.keySet().stream().map(k -> k.hash().lastLong()).toList());
         }
     }
 
