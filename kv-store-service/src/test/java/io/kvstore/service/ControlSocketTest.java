@@ -412,6 +412,135 @@ class ControlSocketTest {
         }
     }
 
+    @Test
+    void aSlotLeftByAClientKvstoreClosedAConnectionOfAsksForNoChecksumsOnceTheClientClosedTheRest() throws Exception {
+        String issued = issue("stumbling-leaver", "sl-*");
+        String token = TenantApiTest.field(issued, "token");
+        declare("sl-left", new String[] {"Authorization", "Bearer " + token});
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 53)).getFirst();
+        Granted dropped;
+        try (Connection anchor = named(token, "client-stumbling-leaver")) {
+            try (Connection call = named(token, "client-stumbling-leaver")) {
+                dropped = granted(call.call(reserve("sl-left", hash, 1))); // never named
+                assertThat(problem(call.call(new Writer((byte) 99))).title()).isEqualTo("Malformed frame");
+                assertThat(call.closedByService()).isTrue();
+            }
+            // kvstore closed the connection that granted it: it goes at its expiry, remembered
+            assertThat(awaitReservedBy("stumbling-leaver", 0)).isZero();
+        } // then the client closed its last connection itself: its process writes no more
+
+        try (Connection other = named(token, "client-stumbling-leaver-next")) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            Granted next;
+            do {
+                Thread.sleep(100);
+                next = granted(other.call(reserve("sl-left", hash, -1)));
+                cancel(other, next);
+                assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
+            } while (next.writerChecksums() && System.nanoTime() < deadline);
+            assertThat(next.writerChecksums())
+                    .as("the client that left the slot closed every connection left open: no CRC32Cs asked for it")
+                    .isFalse();
+        }
+    }
+
+    /** Stores {@code hash} (as a first block) over a connection without a client id. */
+    private void storeOne(String ns, BlockHash hash) throws Exception {
+        try (Connection c = hello(ALPHA)) {
+            Reader r = c.call(reserve(ns, List.of(hash)));
+            assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+            r.str();
+            String reservation = r.str();
+            Reader committed = c.call(
+                    new Writer(ControlFrames.COMMIT).str(ns).str(reservation).u32(0));
+            assertThat(committed.kind()).isEqualTo(ControlFrames.OK);
+            assertThat(hexes(committed)).containsExactly(hash.hex());
+        }
+    }
+
+    private static Writer lease(String ns, BlockHash hash) {
+        return new Writer(ControlFrames.LEASE).str(ns).i64(-1).u32(1).hash(hash.hex());
+    }
+
+    private static String leaseId(Reader r) {
+        assertThat(r.kind()).isEqualTo(ControlFrames.OK);
+        r.str();
+        String id = r.str();
+        assertThat(id).isNotEmpty();
+        return id;
+    }
+
+    /** The status {@code DELETE} of the block answers: 409 while a lease holds it. */
+    private int deleteBlock(String ns, BlockHash hash) throws Exception {
+        return http().send("DELETE", "/v1/namespaces/" + ns + "/blocks/" + hash.hex(), null, null, ALPHA_HEADER)
+                .statusCode();
+    }
+
+    /** Waits up to 10 s for the lease to be unknown (released); its last status. */
+    private int awaitLeaseGone(String leaseId) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        int status = http().get("/v1/leases/" + leaseId, ALPHA_HEADER).statusCode();
+        while (status != 404 && System.nanoTime() < deadline) {
+            Thread.sleep(100);
+            status = http().get("/v1/leases/" + leaseId, ALPHA_HEADER).statusCode();
+        }
+        return status;
+    }
+
+    @Test
+    void aLeaseWhoseAnswerWasNeverReadIsReleasedWhenItsConnectionCloses() throws Exception {
+        declare("a-unread", ALPHA_HEADER);
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 59)).getFirst();
+        storeOne("a-unread", hash);
+        try (Connection anchor = named(ALPHA, "client-unread")) {
+            Connection call = named(ALPHA, "client-unread");
+            ByteBuffer frame = lease("a-unread", hash).finish();
+            while (frame.hasRemaining()) {
+                call.channel.write(frame);
+            }
+            Thread.sleep(500); // the answer reaches the client's socket (a delete before the lease would succeed)
+            assertThat(deleteBlock("a-unread", hash)).as("leased").isEqualTo(409);
+            call.close(); // the client gave up waiting: it never learns the lease, so it cannot release it
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            int status = deleteBlock("a-unread", hash);
+            while (status == 409 && System.nanoTime() < deadline) {
+                Thread.sleep(100);
+                status = deleteBlock("a-unread", hash);
+            }
+            assertThat(status)
+                    .as("the block is held no longer by a lease no one can release (the client stays connected)")
+                    .isEqualTo(204);
+        }
+    }
+
+    @Test
+    void aClientsLeasesMayBeReleasedOverAnyOfItsConnectionsAndGoWhenItClosesEveryConnection() throws Exception {
+        declare("a-lessee", ALPHA_HEADER);
+        BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 61)).getFirst();
+        storeOne("a-lessee", hash);
+        String held;
+        String unreleased;
+        try (Connection anchor = named(ALPHA, "client-lessee")) {
+            String first;
+            try (Connection call = named(ALPHA, "client-lessee")) {
+                first = leaseId(call.call(lease("a-lessee", hash)));
+            } // read, then that connection closed (a later call on it timed out, say)
+            assertThat(anchor.call(new Writer(ControlFrames.RELEASE).str(first)).kind())
+                    .as("released over another connection of the client")
+                    .isEqualTo(ControlFrames.OK);
+            held = leaseId(anchor.call(lease("a-lessee", hash)));
+            try (Connection call = named(ALPHA, "client-lessee")) {
+                unreleased = leaseId(call.call(lease("a-lessee", hash)));
+            }
+            assertThat(http().get("/v1/leases/" + held, ALPHA_HEADER).statusCode())
+                    .as("held while the client is connected")
+                    .isEqualTo(200);
+        } // the client closed every connection without releasing (its process was killed mid-copy)
+        assertThat(awaitLeaseGone(held)).as("a lease of a client gone").isEqualTo(404);
+        assertThat(awaitLeaseGone(unreleased)).as("a lease of a client gone").isEqualTo(404);
+        assertThat(deleteBlock("a-lessee", hash)).isEqualTo(204);
+    }
+
     private static void cancel(Connection c, Granted g) throws IOException {
         assertThat(c.call(new Writer(ControlFrames.CANCEL).str(g.reservationId()))
                         .kind())

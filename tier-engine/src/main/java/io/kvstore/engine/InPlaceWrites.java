@@ -303,7 +303,8 @@ final class InPlaceWrites {
      * fenced no more. A writer that stalled past the expiry can then only write into slots no block will ever
      * be made of. Slots whose writer may still write unfenced (none watches it, or no longer) are remembered
      * before they go back, so whoever gets one sends its CRC32Cs, until every writer that left them is
-     * {@link WriterState#GONE}; the slots of a writer gone already go back clean.
+     * {@link WriterState#GONE} (one {@link WriterState#LOST} leaves them for good); the slots of a writer gone
+     * already go back clean.
      */
     int expire(Instant now) {
         int lapsed = 0;
@@ -326,8 +327,8 @@ final class InPlaceWrites {
                     lapsed++;
                 }
             } else {
-                if (state == WriterState.UNWATCHED) {
-                    rememberUnfenced(r, writer); // before the slots go back
+                if (state == WriterState.UNWATCHED || state == WriterState.LOST) {
+                    rememberUnfenced(r, state == WriterState.LOST ? null : writer); // before the slots go back
                 }
                 if (cancel(r.id())) {
                     lapsed++;
@@ -338,15 +339,16 @@ final class InPlaceWrites {
             Supplier<WriterState> writer = writers.get(r.id());
             // none: named meanwhile (releaseFenced takes it from fenced first), nothing left to do
             WriterState state = writer == null ? WriterState.GONE : writer.get();
-            if (state == WriterState.UNWATCHED) {
+            if (state == WriterState.UNWATCHED || state == WriterState.LOST) {
                 // a fence lifted while its writer may still write; before the slots go back
-                rememberUnfenced(r, writer);
+                rememberUnfenced(r, state == WriterState.LOST ? null : writer);
             }
             if (state != WriterState.FENCED) {
                 releaseFenced(r.id());
             }
         }
-        unfencedExpiries.forgetGone(); // the slots of a client that closed every connection are clean again
+        // the slots of a client that closed every connection are clean again; a lost one's stay, as no one's
+        unfencedExpiries.forgetGone();
         return lapsed;
     }
 

@@ -440,7 +440,8 @@ public final class TierEngine implements AutoCloseable {
      * left by a writer still at work. Expired slots whose writer answers {@link WriterState#UNWATCHED} go back
      * remembered as an unfenced reservation's, until {@code writer} answers {@link WriterState#GONE} (the same
      * supplier is who left them; it must answer GONE only once its writer can write no more, and for good);
-     * {@link WriterState#GONE}, back clean. The same-host control socket answers from the connection the
+     * {@link WriterState#GONE}, back clean; once it answers {@link WriterState#LOST} (never watched again, maybe
+     * still writing) its ranges are kept for good as no one's and {@code writer} is no longer held. The same-host control socket answers from the connection the
      * reservation was granted on and its client's other connections.
      */
     public Reservation reserve(

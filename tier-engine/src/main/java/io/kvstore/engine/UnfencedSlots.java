@@ -19,7 +19,10 @@ import org.jspecify.annotations.Nullable;
  * forgotten once every writer that left it is {@link WriterState#GONE} (its client closed every connection: its
  * process writes no more), so a long-running service does not drift back to checksummed stores slot by slot.
  * Each range is kept per writer that left it (start to end, per writer), so a writer that is gone takes only its
- * own ranges along: one left at the same start by another writer, or overlapping it, stays.
+ * own ranges along: one left at the same start by another writer, or overlapping it, stays. A writer
+ * {@link WriterState#LOST} (never watched again, yet maybe still writing) hands its ranges to {@link #UNKNOWN}:
+ * they stay for good, but the writer is no longer held, so a service whose clients come and go keeps at most one
+ * unknown writer's range per start, not one per client.
  *
  * <p>Written only by the engine's sweep ({@link InPlaceWrites#expire}); read by every reserve and in-place fill.
  */
@@ -77,35 +80,53 @@ final class UnfencedSlots {
         return false;
     }
 
-    /** Forgets the ranges of every writer that is now gone; each other writer's stay. Returns how many. */
+    /**
+     * Forgets the ranges of every writer that is now gone, and hands those of every writer now lost to
+     * {@link #UNKNOWN}; each other writer's stay its own. Returns how many ranges were forgotten.
+     */
     int forgetGone() {
         int forgotten = 0;
         for (Supplier<WriterState> writer : byWriter.keySet()) {
-            if (writer.get() != WriterState.GONE) {
+            WriterState state = writer.get();
+            if (state != WriterState.GONE && state != WriterState.LOST) {
                 continue;
             }
             Set<Start> starts = byWriter.remove(writer);
             if (starts == null) {
                 continue;
             }
+            boolean gone = state == WriterState.GONE;
             for (Start s : starts) {
                 ConcurrentSkipListMap<Long, Map<Supplier<WriterState>, Long>> inTier = ranges.get(s.tier());
                 if (inTier != null) {
-                    inTier.computeIfPresent(s.offset(), (start, writers) -> without(writers, writer));
+                    // in one step: a reader never sees the range missing in between
+                    inTier.computeIfPresent(s.offset(), (start, writers) -> without(writers, writer, !gone));
                 }
-                forgotten++;
+                if (gone) {
+                    forgotten++;
+                }
             }
         }
         return forgotten;
     }
 
+    /** How many writers other than {@link #UNKNOWN} are held for the ranges they left. */
+    int writers() {
+        return byWriter.size();
+    }
+
+    /** {@code writers} less {@code ended}; its range handed to {@link #UNKNOWN} when {@code keep}. */
     private static @Nullable Map<Supplier<WriterState>, Long> without(
-            Map<Supplier<WriterState>, Long> writers, Supplier<WriterState> gone) {
-        if (!writers.containsKey(gone)) {
+            Map<Supplier<WriterState>, Long> writers, Supplier<WriterState> ended, boolean keep) {
+        Long end = writers.get(ended);
+        if (end == null) {
             return writers;
         }
         Map<Supplier<WriterState>, Long> rest = new HashMap<>(writers);
-        rest.remove(gone);
+        rest.remove(ended);
+        if (keep) {
+            rest.merge(UNKNOWN, end, Math::max);
+        }
         return rest.isEmpty() ? null : Map.copyOf(rest);
     }
 }

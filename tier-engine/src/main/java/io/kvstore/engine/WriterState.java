@@ -19,5 +19,12 @@ public enum WriterState {
      * The writer can write no more (its process closed every connection), for good: expired slots go back as
      * clean, and those it left remembered as unfenced earlier are forgotten.
      */
-    GONE
+    GONE,
+    /**
+     * The writer will never be watched again, yet may still write for as long as its process lives, which no one
+     * can see (kvstore closed its client's last connection: a revoked token's): expired slots go back remembered
+     * as {@link #UNWATCHED} ones are, and those it left are kept as an unknown writer's, for good, so nothing of
+     * the writer itself (its supplier and what that holds) is kept for them.
+     */
+    LOST
 }

@@ -19,7 +19,9 @@ import jakarta.validation.Validator;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.SocketChannel;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -41,12 +43,17 @@ import org.springframework.http.ProblemDetail;
  * revocation ({@link ControlSocketServer} closes it, idle or not; a frame it sends meanwhile is refused).
  *
  * <p>A client that names itself in its HELLO has the reservations granted on this connection fenced past their
- * expiry ({@link WriterState}) while this connection is open, its token valid, and no connection of the client
- * was closed by kvstore. Once this connection closes before they are named (the client gave up waiting for an
- * answer: it may never learn them), its token is revoked, or kvstore closed one of the client's connections,
- * the client may still be copying but will not name them: they go at their expiry as unfenced ones, whose
- * slots ask their next writer for CRC32Cs. Only a client that closed every connection itself is gone, its
- * slots clean.
+ * expiry ({@link WriterState}) while this connection is open and its token valid. Once this connection closes
+ * before they are named (the client gave up waiting for an answer: it may never learn them, or kvstore closed
+ * it) or its token is revoked, the client may still be copying but will not name them: they go at their expiry
+ * as unfenced ones, whose slots ask their next writer for CRC32Cs. A client that closed its last connection
+ * itself is gone, its slots clean; one whose last connection kvstore closed is lost: its slots stay remembered,
+ * as no one's ({@link WriterConnections}).
+ *
+ * <p>A lease whose answer the client never read (it could not be sent, or the client closed the connection
+ * with the answer unread) is released at once: no one can name it. Others belong to the client, which may
+ * release them over any of its connections; those it has not released when its last connection closes are
+ * released then. A client that named no id has its leases run to their timeout, as over HTTP.
  */
 final class ControlSession implements Runnable {
 
@@ -71,9 +78,7 @@ final class ControlSession implements Runnable {
     /** The connections of the client this HELLO named, or null for a client that named none. */
     private WriterConnections.@Nullable Client client;
     /** What the writer of a reservation granted here is, for its fence; null for a client that named none. */
-    private @Nullable Supplier<WriterState> fence;
-    /** False once this connection closed: its reservations not yet named lose their fence. */
-    private volatile boolean open = true;
+    private @Nullable ConnectionFence fence;
     /** Whether kvstore ends this connection (a refusal, a revoked token), rather than the client. */
     private volatile boolean closedByService;
     /**
@@ -81,6 +86,13 @@ final class ControlSession implements Runnable {
      * waiting and closed the connection) cannot name it, so it is cancelled rather than left to its fence.
      */
     private @Nullable String unsent;
+    /** The lease the answer being sent names, until it is sent: released when it is not (no one learnt it). */
+    private @Nullable String unsentLease;
+    /**
+     * The lease the last answer sent names, until the next frame shows the client read it: a connection that
+     * then ends with that answer unread (a reset, not an end of stream) had a client that never learnt it.
+     */
+    private @Nullable String unreadLease;
     /** {@link TokenStore#revocations()} when the caller's token was last known valid. */
     private int revocationsSeen;
 
@@ -109,9 +121,18 @@ final class ControlSession implements Runnable {
             ByteBuffer header = ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN);
             while (true) {
                 header.clear();
-                if (!readFully(header)) {
-                    return; // the client closed the connection
+                try {
+                    if (!readFully(header)) {
+                        return; // the client closed the connection, having read every answer
+                    }
+                } catch (IOException e) {
+                    if (!closedByService && !(e instanceof ClosedChannelException)) {
+                        // a reset, not kvstore closing the channel: the client closed it with the last answer unread
+                        releaseUnread();
+                    }
+                    throw e;
                 }
+                unreadLease = null; // a client sends its next frame once it read the answer
                 long length = Integer.toUnsignedLong(header.getInt(0));
                 if (length < 1 || length > maxFrame) {
                     closedByService = true;
@@ -134,6 +155,7 @@ final class ControlSession implements Runnable {
                 ByteBuffer answer;
                 boolean close = false;
                 unsent = null;
+                unsentLease = null;
                 try {
                     answer = answer(new Reader(body.flip()));
                 } catch (MalformedFrameException e) {
@@ -154,9 +176,12 @@ final class ControlSession implements Runnable {
                     send(answer);
                 } catch (IOException e) {
                     cancelUnsent();
+                    releaseUnsent();
                     throw e;
                 }
                 unsent = null;
+                unreadLease = unsentLease;
+                unsentLease = null;
                 if (close) {
                     closedByService = true;
                     return;
@@ -165,37 +190,107 @@ final class ControlSession implements Runnable {
         } catch (IOException e) {
             log.debug("local control connection ended: {}", e.toString());
         } finally {
-            open = false; // before the client's count: the reservations granted here are never seen gone early
+            ConnectionFence f = fence;
+            if (f != null) {
+                f.open = false; // before the client's count: the reservations granted here are never seen gone early
+            }
             WriterConnections.Client c = client;
-            if (clientId != null && clientTenant != null && c != null) {
-                writers.closed(clientTenant, clientId, c, closedByService);
+            if (clientId != null
+                    && clientTenant != null
+                    && c != null
+                    && writers.closed(clientTenant, clientId, closedByService)) {
+                releaseLeftLeases(c);
             }
         }
     }
 
     /**
-     * What the writer of a reservation granted on this connection is, asked by the engine's sweep once the
-     * reservation expired: fenced while this connection is open and its caller still admitted; gone once the
-     * client closed every connection itself; else it may still be copying but will not name the reservation.
+     * What the writer of a reservation granted on one connection is, asked by the engine's sweep once the
+     * reservation expired: fenced while that connection is open and its caller still admitted; gone or lost,
+     * for good, once the client's last connection closed ({@link WriterConnections.Client#ended()}); else it may
+     * still be copying but will not name the reservation. Holds nothing of the session, so a range its client
+     * left keeps no connection's buffers alive.
      */
-    private WriterState writerState(WriterConnections.Client c, Caller who, int revocationsAtHello) {
-        if (c.gone()) {
-            return WriterState.GONE;
+    private static final class ConnectionFence implements Supplier<WriterState> {
+        private final WriterConnections.Client client;
+        private final Caller caller;
+        private final int revocationsAtHello;
+        private final TokenStore tokens;
+        /** False once the connection closed: its reservations not yet named lose their fence. */
+        private volatile boolean open = true;
+
+        ConnectionFence(WriterConnections.Client client, Caller caller, int revocationsAtHello, TokenStore tokens) {
+            this.client = client;
+            this.caller = caller;
+            this.revocationsAtHello = revocationsAtHello;
+            this.tokens = tokens;
         }
-        // kvstore closing another connection of the client (a malformed frame there) lifts no fence here: this
-        // connection still shows the client alive and able to name what it was granted
-        if (!open || !admitted(who, revocationsAtHello)) {
-            return WriterState.UNWATCHED;
+
+        @Override
+        public WriterState get() {
+            WriterState ended = client.ended();
+            if (ended != null) {
+                return ended;
+            }
+            // kvstore closing another connection of the client (a malformed frame there) lifts no fence here: this
+            // connection still shows the client alive and able to name what it was granted
+            if (!open || !admitted()) {
+                return WriterState.UNWATCHED;
+            }
+            return WriterState.FENCED;
         }
-        return WriterState.FENCED;
+
+        /** Whether the caller the connection authenticated is still let in (its token not revoked since). */
+        private boolean admitted() {
+            if (caller == Caller.LOCAL) {
+                return tokens.protectedMode();
+            }
+            return tokens.revocations() == revocationsAtHello || tokens.isLive(caller.tokenId());
+        }
     }
 
-    /** Whether the caller this connection authenticated is still let in (its token not revoked since). */
-    private boolean admitted(Caller who, int revocationsAtHello) {
-        if (who == Caller.LOCAL) {
-            return tokens.protectedMode();
+    /** Releases the lease whose answer could not be sent. */
+    private void releaseUnsent() {
+        String id = unsentLease;
+        unsentLease = null;
+        releaseNamedByNoOne(id);
+    }
+
+    /** Releases the lease of the last answer, which the client closed the connection without reading. */
+    private void releaseUnread() {
+        String id = unreadLease;
+        unreadLease = null;
+        releaseNamedByNoOne(id);
+    }
+
+    private void releaseNamedByNoOne(@Nullable String leaseId) {
+        Caller who = caller;
+        WriterConnections.Client c = client;
+        if (leaseId == null) {
+            return;
         }
-        return tokens.revocations() == revocationsAtHello || tokens.isLive(who.tokenId());
+        if (c != null) {
+            c.released(leaseId);
+        }
+        if (who != null) {
+            release(who, leaseId, "unread");
+        }
+    }
+
+    /** Releases the leases the client ended without releasing (its last connection just closed). */
+    private void releaseLeftLeases(WriterConnections.Client c) {
+        for (Map.Entry<String, WriterConnections.Held> lease : c.takeLeases()) {
+            release(lease.getValue().caller(), lease.getKey(), "left by a client that closed every connection");
+        }
+    }
+
+    private void release(Caller who, String leaseId, String why) {
+        try {
+            service.release(who, leaseId);
+        } catch (RuntimeException e) {
+            // released meanwhile (over HTTP) or expired: nothing held any more
+            log.debug("local control socket: releasing lease {} ({}): {}", leaseId, why, e.toString());
+        }
     }
 
     /** Cancels the reservation whose answer could not be sent (its slots reached no one). */
@@ -240,9 +335,7 @@ final class ControlSession implements Runnable {
             Writer hello = new Writer(ControlFrames.OK).str(regionId == null ? "" : regionId);
             if (!id.isEmpty()) {
                 WriterConnections.Client c = writers.opened(who.tenant(), id);
-                Caller admitted = who;
-                int revocationsAtHello = revocationsSeen;
-                fence = () -> writerState(c, admitted, revocationsAtHello);
+                fence = new ConnectionFence(c, who, revocationsSeen, tokens);
                 client = c;
                 clientTenant = who.tenant();
                 clientId = id;
@@ -284,7 +377,14 @@ final class ControlSession implements Runnable {
             case ControlFrames.RELEASE -> {
                 String id = in.str();
                 in.end();
-                service.release(who, id);
+                WriterConnections.Client c = client;
+                try {
+                    service.release(who, id);
+                } finally {
+                    if (c != null) {
+                        c.released(id); // whichever of the client's connections it was granted on; or held no more
+                    }
+                }
                 yield new Writer(ControlFrames.OK).finish();
             }
             default -> throw new MalformedFrameException("unknown frame kind " + Byte.toUnsignedInt(kind));
@@ -351,6 +451,13 @@ final class ControlSession implements Runnable {
         }
         in.end();
         LocalPathService.LeaseResponse r = service.lease(who, ns, new LocalPathService.LeaseRequest(hashes, timeout));
+        String leaseId = r.leaseId();
+        Instant expiresAt = r.expiresAt();
+        unsentLease = leaseId;
+        WriterConnections.Client c = client;
+        if (c != null && leaseId != null && expiresAt != null) {
+            c.leased(leaseId, who, expiresAt);
+        }
         Writer out = new Writer(ControlFrames.OK)
                 .str(r.regionId())
                 .str(r.leaseId() == null ? "" : r.leaseId())
@@ -390,7 +497,8 @@ final class ControlSession implements Runnable {
     /**
      * Closes this connection, as kvstore ending it, when it authenticated with the token {@code tokenId} (just
      * revoked); its thread then ends. Returns whether it did. Its client is never seen gone from it: the
-     * client's process may still be copying into the slots it was granted.
+     * client's process may still be copying into the slots it was granted (if it was the client's last
+     * connection, the client is lost: its slots stay remembered for good, as no one's).
      */
     boolean closeIfAuthenticatedWith(String tokenId) {
         Caller who = caller;
