@@ -441,8 +441,8 @@ public final class TierEngine implements AutoCloseable {
      * remembered as an unfenced reservation's, until {@code writer} answers {@link WriterState#GONE} (the same
      * supplier is who left them; it must answer GONE only once its writer can write no more, and for good);
      * {@link WriterState#GONE}, back clean; once it answers {@link WriterState#LOST} (never watched again, maybe
-     * still writing) its ranges are kept for good as no one's and {@code writer} is no longer held. The same-host control socket answers from the connection the
-     * reservation was granted on and its client's other connections.
+     * still writing) its ranges are kept for good as no one's and {@code writer} is no longer held. The same-host
+     * control socket answers from the connection the reservation was granted on and its client's other connections.
      */
     public Reservation reserve(
             List<InPlaceBlock> blocks, TierId target, @Nullable Duration timeout, Supplier<WriterState> writer)
