@@ -3,7 +3,9 @@ package io.kvstore.catalog;
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
+import java.util.ArrayList;
 import java.util.EnumSet;
+import java.util.List;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
@@ -34,6 +36,8 @@ public final class CatalogEntry {
     private int moving;
     private boolean writing;
     private boolean dead;
+    /** Frees of dropped copies that wait for the readers counted in {@link #readers}; null when none wait. */
+    private @Nullable List<Runnable> afterLastReader;
     // Advisory access statistics: written racily without fences (a lost update only blurs them).
     private long lastAccessMillis;
     private long accessCount;
@@ -199,7 +203,41 @@ public final class CatalogEntry {
     }
 
     public synchronized void endRead() {
+        readerLeft();
+    }
+
+    /**
+     * Runs {@code free} (the freeing of slots whose tier bits are already cleared) once the block has no reader:
+     * at once, on this thread, when it has none now; otherwise on a thread of its own the moment the last reader
+     * leaves ({@link #endRead}, or a move ending). Never waits, so a mover or a request that drops a copy a slow
+     * client still reads goes on at once, and the slot is neither freed under that client nor kept after it.
+     * Readers that begin later cannot reach the dropped copy (its bit is cleared), but are waited for as well.
+     * Call it outside this entry's monitor: {@code free} may take a policy's lock, which is taken before it.
+     */
+    public void whenNoReaders(Runnable free) {
+        synchronized (this) {
+            if (readers > 0) {
+                if (afterLastReader == null) {
+                    afterLastReader = new ArrayList<>(1);
+                }
+                afterLastReader.add(free);
+                return;
+            }
+        }
+        free.run();
+    }
+
+    /**
+     * One reader (or move) less; the last one hands the frees waiting for it to a thread of its own, since it may
+     * hold this monitor (a move's end) and a free takes a policy's lock.
+     */
+    private void readerLeft() {
         readers--;
+        List<Runnable> frees = afterLastReader;
+        if (readers == 0 && frees != null) {
+            afterLastReader = null;
+            Thread.ofVirtual().name("kvstore-free-after-readers").start(() -> frees.forEach(Runnable::run));
+        }
     }
 
     /** Whether eviction may move the block out of {@code tier} now. */
@@ -231,7 +269,7 @@ public final class CatalogEntry {
     /** Gives up a claimed move without changing where the block is. */
     public synchronized void abortMove() {
         moving--;
-        readers--;
+        readerLeft();
     }
 
     /** What {@link #finishMove} did. */
@@ -246,7 +284,7 @@ public final class CatalogEntry {
      */
     public synchronized MoveOutcome finishMove(TierId from, @Nullable TierId copiedTo) {
         moving--;
-        readers--;
+        readerLeft();
         if (dead) {
             return new MoveOutcome(false, false);
         }
@@ -267,9 +305,9 @@ public final class CatalogEntry {
 
     /**
      * Drops the copy in {@code tier} at once (a failed checksum, a delete). Readers already copying keep
-     * reading; the caller waits for them before freeing the slot. An entry left without a copy while a move
-     * is in flight does not die here: the move may be about to record the copy it made below ({@link
-     * #finishMove} decides then).
+     * reading; the caller frees the slot after them ({@link #whenNoReaders}). An entry left without a copy
+     * while a move is in flight does not die here: the move may be about to record the copy it made below
+     * ({@link #finishMove} decides then).
      *
      * @return true when the tier held it
      */

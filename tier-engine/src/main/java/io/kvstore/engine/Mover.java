@@ -179,12 +179,12 @@ final class Mover implements AutoCloseable {
         if (evictOne(id, length, PREFERRED_LOOKAHEAD << Math.min(attempt, 24))) {
             return;
         }
+        // a look, not a victim search: the block found is not evicted, so the policy must not take it for a victim
         boolean transientHold = freeing(id).get() > 0
-                || stack.policy(id).nextVictim(k -> {
-                            CatalogEntry e = catalog.get(k);
-                            return e != null && e.heldBrieflyIn(id);
-                        })
-                        != null;
+                || stack.policy(id).anyInOrder(k -> {
+                    CatalogEntry e = catalog.get(k);
+                    return e != null && e.heldBrieflyIn(id);
+                });
         boolean movedMeanwhile = ended.get() != endedBefore;
         if ((!transientHold && !movedMeanwhile) || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
@@ -625,8 +625,8 @@ final class Mover implements AutoCloseable {
             };
             if (droppedCorrupt) {
                 // readers that began after our claim may still be on the slot; as Residency#drop, free it
-                // (and let the entry leave the catalog) only after them
-                Residency.afterReaders(entry, free);
+                // (and let the entry leave the catalog) only after them, without waiting for them here
+                entry.whenNoReaders(free);
             } else {
                 free.run();
             }

@@ -17,8 +17,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -284,7 +282,7 @@ final class Residency {
             catalog.removeIfDead(entry);
             return;
         }
-        afterReaders(entry, () -> {
+        entry.whenNoReaders(() -> {
             stack.policy(tierId).onRemove(entry.key());
             stack.get(tierId).delete(entry.key());
             catalog.removeIfDead(entry);
@@ -311,7 +309,7 @@ final class Residency {
                 events.copyRemoved(t, key, entry.length());
             }
         }
-        afterReaders(entry, () -> {
+        entry.whenNoReaders(() -> {
             for (TierId t : had) {
                 stack.policy(t).onRemove(key);
                 stack.get(t).delete(key);
@@ -348,35 +346,6 @@ final class Residency {
             }
         }
         return n;
-    }
-
-    /** How long a removal waits for the readers of a copy it dropped before leaving the freeing to them. */
-    static final long READER_WAIT_NANOS = SpinWait.DEFAULT_NANOS;
-
-    /** {@link #READER_WAIT_NANOS}; tests shorten it. */
-    static volatile long readerWaitNanos = READER_WAIT_NANOS;
-
-    /**
-     * Runs {@code free} (freeing the slots of copies already dropped from {@code entry}) once the entry has no
-     * reader left: on this thread when they leave within {@link #readerWaitNanos}, else on a thread of its
-     * own when the last one does. A reader stuck on a slow client thus neither fails the removal nor keeps
-     * the slots, and the dead entry, for good.
-     */
-    static void afterReaders(CatalogEntry entry, Runnable free) {
-        try {
-            SpinWait.until(
-                    () -> entry.readers() == 0, readerWaitNanos, () -> "block " + entry.key() + " still has readers");
-        } catch (IllegalStateException slowReader) {
-            log.warn("block {} is still being read; its slots are freed when its readers leave", entry.key());
-            Thread.ofVirtual().name("kvstore-free-after-readers").start(() -> {
-                while (entry.readers() > 0) {
-                    LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
-                }
-                free.run();
-            });
-            return;
-        }
-        free.run();
     }
 
     static BlockRecord recordOf(CatalogEntry entry) {

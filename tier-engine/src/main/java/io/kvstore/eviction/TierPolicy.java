@@ -193,6 +193,18 @@ public final class TierPolicy {
     }
 
     /**
+     * Whether a victim search would come to a block for which {@code which} holds: it walks the order as {@link
+     * #nextVictim} does (setting aside the held blocks it passes) and stops at the first such block, but offers
+     * no victim, so a policy that marks what it offers (LFU ages when an offered block leaves) marks nothing. For
+     * a look at the tier, such as whether a block is held only briefly, after which nothing is evicted.
+     */
+    public boolean anyInOrder(Predicate<BlockKey> which) {
+        boolean[] found = {false};
+        nextVictim(key -> false, key -> found[0] = which.test(key));
+        return found[0];
+    }
+
+    /**
      * How many blocks victim searches have looked at since this tier started, over every policy it ran: what
      * choosing victims cost (for diagnostics and tests that bound it).
      */

@@ -25,25 +25,18 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * A delete of a block that a reader holds for longer than the removal waits for readers (a fetch streaming
- * the block to a stalled client): the wait is shortened here instead of taking 30 s.
+ * A copy dropped (a delete, a failed checksum) while a reader still holds the block (a fetch streaming it to a
+ * stalled client, a move): whoever drops it goes on at once, and the slot is freed when the last reader leaves.
  */
 class SlowReaderDeleteTest {
 
     private static final int BLOCK = 64 * 1024;
 
-    @AfterEach
-    void restoreWait() {
-        Residency.readerWaitNanos = Residency.READER_WAIT_NANOS;
-    }
-
     @Test
     void aDeleteOutlastedByAReaderFreesTheSlotWhenTheReaderLeavesAndTheKeyCanBeStoredAgain() throws Exception {
-        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(200);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         List<BlockTier> tiers = List.of(dram);
         try (Arena arena = Arena.ofShared();
@@ -72,7 +65,7 @@ class SlowReaderDeleteTest {
                     task -> Thread.ofPlatform().daemon().start(task));
             assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
 
-            // the delete outlasts its wait for the reader: the block is gone for clients all the same
+            // the delete does not wait for the reader: the block is gone for clients all the same
             assertThat(engine.delete(key)).isTrue();
             assertThat(engine.lookup("ns", List.of(key.hash())).blocks()).isEmpty();
 
@@ -94,13 +87,12 @@ class SlowReaderDeleteTest {
 
     /**
      * A promotion holds the block as a reader while it copies it up; a delete that lands as the new copy is
-     * recorded, on the promotion's own thread, outwaits its wait for readers and leaves the freeing to the
+     * recorded, on the promotion's own thread, does not wait for readers and leaves the freeing to the
      * last reader. The policy of the tier above must not keep the deleted copy: here it would be a child
      * that keeps its prefix from ever being a leaf.
      */
     @Test
-    void aBlockDeletedAsItIsPromotedPastTheReaderWaitLeavesNoChildBehindItsPrefix() throws Exception {
-        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
+    void aBlockDeletedAsItIsPromotedLeavesNoChildBehindItsPrefix() throws Exception {
         Hook hook = new Hook();
         MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
@@ -127,8 +119,7 @@ class SlowReaderDeleteTest {
 
     /** As a promotion, a write-through holds the block as a reader while it copies it to the durable tier. */
     @Test
-    void aBlockDeletedAsItIsWrittenThroughPastTheReaderWaitLeavesNoChildBehindItsPrefix() throws Exception {
-        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
+    void aBlockDeletedAsItIsWrittenThroughLeavesNoChildBehindItsPrefix() throws Exception {
         Hook hook = new Hook();
         MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
@@ -162,7 +153,6 @@ class SlowReaderDeleteTest {
      */
     @Test
     void aPromotionOntoABadCopyWhoseFreeingAwaitsReadersDoesNotStallTheMover() throws Exception {
-        Residency.readerWaitNanos = TimeUnit.MILLISECONDS.toNanos(50);
         MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         try (Arena arena = Arena.ofShared();
@@ -219,6 +209,95 @@ class SlowReaderDeleteTest {
             assertThat(Objects.requireNonNull(engine.info(key)).tiers()).contains(TierId.HBM);
             TierId servedBy = engine.read(key, (tier, record, view) -> view.mismatch(bytes) == -1 ? tier : null);
             assertThat(servedBy).as("a good copy served from HBM").isEqualTo(TierId.HBM);
+        }
+    }
+
+    /**
+     * The mover, promoting a block, finds its only copy corrupt while a slow client still reads that copy: it drops
+     * the copy and goes on with the next block at once, instead of waiting for the client (up to 30 s, every other
+     * promotion and demotion stalled behind it). The slot is freed when the client leaves, not before.
+     */
+    @Test
+    void aMoverThatDropsABadCopyASlowClientReadsGoesOnWithTheNextBlock() throws Exception {
+        MemoryTier hbm = new MemoryTier(TierId.HBM, new EmulatedDeviceMemoryProvider(), 4L * BLOCK, BLOCK);
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        RaceFixtures.Recorder events = new RaceFixtures.Recorder(TierId.DRAM, TierId.HBM);
+        CountDownLatch moverStopped = new CountDownLatch(1);
+        CountDownLatch moverGoes = new CountDownLatch(1);
+        CountDownLatch reading = new CountDownLatch(1);
+        CountDownLatch finishRead = new CountDownLatch(1);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = twoTiers(hbm, dram, true, events)) {
+            BlockKey first = TestBlocks.key("ns", 1);
+            BlockKey bad = TestBlocks.key("ns", 2);
+            BlockKey next = TestBlocks.key("ns", 3);
+            for (BlockKey key : List.of(first, bad, next)) {
+                engine.put(key, null, TestBlocks.bytes(arena, key.hash().asLong(), BLOCK), TierId.DRAM);
+            }
+            events.onMove(
+                    () -> { // the mover stops inside the first promotion until the others are queued
+                        moverStopped.countDown();
+                        awaitQuietly(moverGoes);
+                    });
+            engine.read(first, (tier, record, view) -> tier);
+            assertThat(moverStopped.await(10, TimeUnit.SECONDS)).isTrue();
+            CompletableFuture<TierId> slow = slowRead(engine, bad, reading, finishRead);
+            try {
+                assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+                engine.read(bad, (tier, record, view) -> tier); // queues its promotion
+                long offset = dram.offsetOf(bad);
+                dram.region().set(ValueLayout.JAVA_BYTE, offset, (byte)
+                        ~dram.region().get(ValueLayout.JAVA_BYTE, offset));
+                engine.read(next, (tier, record, view) -> tier); // queues its promotion behind the bad one's
+                moverGoes.countDown();
+
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                while (!Objects.requireNonNull(engine.info(next)).tiers().contains(TierId.HBM)) {
+                    assertThat(System.nanoTime())
+                            .as("the next block promoted while the slow client still reads the bad one")
+                            .isLessThan(deadline);
+                    Thread.sleep(1);
+                }
+                assertThat(engine.lookup("ns", List.of(bad.hash())).blocks())
+                        .as("the only copy, corrupt, was dropped")
+                        .isEmpty();
+                assertThat(dram.contains(bad))
+                        .as("its slot is kept while the client reads it")
+                        .isTrue();
+            } finally {
+                finishRead.countDown();
+            }
+            assertThat(slow.get(10, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+            awaitGone(engine, bad, hbm, dram);
+        }
+    }
+
+    /**
+     * Reads {@code key} on a thread of its own as a client that stops reading: the read holds the block from
+     * {@code reading} until {@code finish}, then returns the tier that served it.
+     */
+    private static CompletableFuture<TierId> slowRead(
+            TierEngine engine, BlockKey key, CountDownLatch reading, CountDownLatch finish) {
+        return CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return engine.read(key, (tier, record, view) -> {
+                            reading.countDown();
+                            awaitQuietly(finish);
+                            return tier;
+                        });
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                },
+                task -> Thread.ofPlatform().daemon().start(task));
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

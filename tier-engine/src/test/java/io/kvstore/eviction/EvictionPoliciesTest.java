@@ -234,6 +234,26 @@ class EvictionPoliciesTest {
     }
 
     @Test
+    void aLookForABlockOffersNoVictimSoLfuDoesNotAgeWhenTheBlockFoundIsDeleted() {
+        TierPolicy policy = new TierPolicy(EvictionPolicyKind.LFU, 1 << 30, key -> null, key -> 1, key -> false);
+        for (int i = 1; i <= 3; i++) {
+            policy.onInsert(k(i), null);
+        }
+        policy.recordAccess(k(2));
+        policy.recordAccess(k(2)); // priority 3
+        policy.recordAccess(k(3)); // priority 2
+
+        assertThat(policy.anyInOrder(key -> key.equals(k(2)))).isTrue();
+        assertThat(policy.anyInOrder(key -> key.equals(k(9)))).isFalse();
+        policy.onRemove(k(2)); // deleted, never offered as a victim: L stays 0
+        policy.onInsert(k(4), null);
+
+        assertThat(policy.nextVictim(key -> key.equals(k(3)) || key.equals(k(4))))
+                .as("a new block (priority 1) goes before one read once (priority 2)")
+                .isEqualTo(k(4));
+    }
+
+    @Test
     void lfuDoesNotAgeWhenABlockASearchStoppedAtIsDeleted() {
         LfuPolicy lfu = new LfuPolicy();
         lfu.onInsert(k(1), null);
