@@ -9,8 +9,14 @@ import java.util.List;
 
 /**
  * A NIXL transfer request: created once from local and remote descriptor lists, then posted and
- * polled until done. {@link #close()} releases the request (NIXL aborts it if still in flight) and
- * frees the lists, once ({@link NativeHandle}: the request is the handle).
+ * polled until done. {@link #close()} releases the request and frees the lists, once
+ * ({@link NativeHandle}: the request is the handle).
+ *
+ * <p>Close a posted request only after {@link #isDone()} returned true or threw: NIXL cannot stop a
+ * transfer in flight. Releasing an in-progress request asks the backend to cancel it, and UCX's
+ * {@code ucp_request_cancel} does not stop an RMA get or put; NIXL then forgets the request and reports
+ * success while the bytes keep moving into (READ) or out of (WRITE) the local memory, with nothing left
+ * to say when they stop. Only destroying the agent stops them.
  */
 public final class NixlTransfer extends NativeHandle {
 

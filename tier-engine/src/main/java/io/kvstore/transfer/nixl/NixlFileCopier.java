@@ -147,7 +147,8 @@ public final class NixlFileCopier implements AutoCloseable {
             boolean done = transfer.post();
             while (!done) {
                 if (System.nanoTime() > deadline) {
-                    throw new TransferException("NIXL " + what + " timed out after " + timeout);
+                    throw new TransferException("NIXL " + what + " timed out after " + timeout + " (NIXL cannot cancel"
+                            + " a transfer in flight; it " + letGo(transfer) + ", and only then was this reported)");
                 }
                 Thread.onSpinWait();
                 done = transfer.isDone();
@@ -156,6 +157,22 @@ public final class NixlFileCopier implements AutoCloseable {
             throw new TransferException("NIXL " + what + " failed: " + e.getMessage(), e);
         }
         return bytes;
+    }
+
+    /**
+     * Waits until NIXL reports {@code transfer} finished or failed, and says which: releasing it earlier
+     * would not stop it (NIXL only forgets the request), so the region and the file would keep changing
+     * after the caller was told the transfer is over. A local file transfer always ends.
+     */
+    private static String letGo(NixlTransfer transfer) {
+        try {
+            while (!transfer.isDone()) {
+                Thread.onSpinWait();
+            }
+            return "finished";
+        } catch (NixlException e) {
+            return "failed (" + e.getMessage() + ")";
+        }
     }
 
     @Override

@@ -20,9 +20,9 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.ListIterator;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -43,6 +43,13 @@ import org.slf4j.LoggerFactory;
  * {@link #localAddress()} must be read after the regions a peer will use are registered. A region's
  * {@link LocalRegion#remoteKey()} carries only its NIXL segment type and device id (12 bytes), which
  * the peer needs to build its remote descriptors.
+ *
+ * <p>A timeout never hands memory back early. NIXL cannot stop a transfer in flight (releasing it only
+ * forgets it: UCX's {@code ucp_request_cancel} does not stop an RMA get or put), so a request past its
+ * deadline stays polled and its future fails with the timeout once NIXL reports it finished or failed.
+ * Until a post's future completes, whatever the outcome, the local spans are NIXL's: neither reuse nor
+ * free them. UCX's peer-failure detection bounds the wait, and {@link #close()} destroys the agent (its
+ * UCX workers) before it fails what is still in flight.
  */
 public final class NixlTransferEngine implements TransferEngine {
 
@@ -66,8 +73,10 @@ public final class NixlTransferEngine implements TransferEngine {
     private final LinkedBlockingQueue<InFlight> submitted = new LinkedBlockingQueue<>();
     private final Thread progress;
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Requests still in flight when the progress thread stopped; failed by {@link #close()} after the agent is gone. */
+    private final List<InFlight> abandoned = new ArrayList<>();
 
-    /** A posted request, its deadline and the caller's future. */
+    /** A posted request, its deadline, the caller's future; {@code timedOut} once in progress past the deadline. */
     private record InFlight(
             NixlTransfer transfer,
             CompletableFuture<TransferResult> future,
@@ -75,7 +84,13 @@ public final class NixlTransferEngine implements TransferEngine {
             int transfers,
             long startNanos,
             long deadlineNanos,
-            String description) {}
+            String description,
+            boolean timedOut) {
+
+        InFlight pastDeadline() {
+            return new InFlight(transfer, future, bytes, transfers, startNanos, deadlineNanos, description, true);
+        }
+    }
 
     /**
      * Creates the agent {@code agentName} with every backend in {@code enabledBackends} (the
@@ -243,8 +258,8 @@ public final class NixlTransferEngine implements TransferEngine {
                     new TransferException("NIXL " + description + " could not be created: " + e.getMessage(), e));
             return future;
         }
-        InFlight work =
-                new InFlight(transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description);
+        InFlight work = new InFlight(
+                transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description, false);
         try {
             if (transfer.post()) {
                 finish(work);
@@ -272,20 +287,8 @@ public final class NixlTransferEngine implements TransferEngine {
                     }
                 }
                 submitted.drainTo(active);
-                for (Iterator<InFlight> it = active.iterator(); it.hasNext(); ) {
-                    InFlight work = it.next();
-                    try {
-                        if (work.transfer().isDone()) {
-                            it.remove();
-                            finish(work);
-                        } else if (System.nanoTime() > work.deadlineNanos()) {
-                            it.remove();
-                            fail(work, "timed out after " + timeout, null);
-                        }
-                    } catch (NixlException e) {
-                        it.remove();
-                        fail(work, "failed", e);
-                    }
+                for (ListIterator<InFlight> it = active.listIterator(); it.hasNext(); ) {
+                    poll(it, it.next());
                 }
                 if (!active.isEmpty()) {
                     Thread.onSpinWait();
@@ -295,9 +298,35 @@ public final class NixlTransferEngine implements TransferEngine {
             }
         }
         submitted.drainTo(active);
-        for (InFlight work : active) {
-            fail(work, "was abandoned: the engine closed", null);
+        abandoned.addAll(active); // close() fails them once the agent, and so every transfer, is gone
+    }
+
+    /** Polls one request: it leaves {@code active} once finished or failed; past its deadline it is only marked. */
+    private void poll(ListIterator<InFlight> it, InFlight work) {
+        try {
+            if (work.transfer().isDone()) {
+                it.remove();
+                if (work.timedOut()) {
+                    fail(work, timedOut(work, "finished"), null);
+                } else {
+                    finish(work);
+                }
+            } else if (!work.timedOut() && System.nanoTime() > work.deadlineNanos()) {
+                it.set(work.pastDeadline());
+                LOG.warn(
+                        "NIXL {} timed out after {}; NIXL cannot stop it, so it fails once NIXL lets go of its memory",
+                        work.description(),
+                        timeout);
+            }
+        } catch (NixlException e) {
+            it.remove();
+            fail(work, work.timedOut() ? timedOut(work, "failed") : "failed", e);
         }
+    }
+
+    private String timedOut(InFlight work, String ended) {
+        return "timed out after " + timeout + " (NIXL cannot cancel a transfer in flight; it " + ended + " after "
+                + Duration.ofNanos(System.nanoTime() - work.startNanos()) + ", and only then was this reported)";
     }
 
     private void finish(InFlight work) {
@@ -353,8 +382,15 @@ public final class NixlTransferEngine implements TransferEngine {
                 Thread.currentThread().interrupt();
             }
             letWireUpSettle();
+            // Releasing a request in flight does not stop it; destroying the agent (its UCX workers) does.
+            abandoned.forEach(this::release);
             backends.values().forEach(NixlBackend::close);
             agent.close();
+            for (InFlight work : abandoned) {
+                work.future()
+                        .completeExceptionally(new TransferException(
+                                "NIXL " + work.description() + " was abandoned: the engine closed"));
+            }
             LOG.info("NIXL agent {} closed", agent.name());
         }
     }

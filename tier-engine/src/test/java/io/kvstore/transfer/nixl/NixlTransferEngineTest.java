@@ -125,4 +125,46 @@ class NixlTransferEngineTest {
             }
         }
     }
+
+    /**
+     * NIXL's UCX backend cannot stop a transfer in flight (releasing the request only forgets it), so a
+     * timed-out transfer must not hand the local region back before NIXL has let go of it: once the
+     * future has completed, with its timeout error, the destination never changes again.
+     */
+    @Test
+    void timedOutReadNeverWritesTheDestinationAfterItsFutureCompleted() throws Exception {
+        Set<String> backends = ucxBackends();
+        long bytes = 128L << 20;
+        try (Arena arena = Arena.ofShared();
+                NixlTransferEngine store =
+                        new NixlTransferEngine("kvstore-slow-store", backends, Duration.ofSeconds(30));
+                NixlTransferEngine engine =
+                        new NixlTransferEngine("kvstore-impatient", backends, Duration.ofNanos(1))) {
+            MemorySegment pool = arena.allocate(bytes, 4096);
+            MemorySegment destination = arena.allocate(bytes, 4096);
+            Patterns.fill(pool, 11);
+            try (LocalRegion poolRegion = store.register(pool, MemoryKind.DRAM);
+                    LocalRegion destinationRegion = engine.register(destination, MemoryKind.DRAM);
+                    Peer peer = engine.connect("store", store.localAddress())) {
+                var read = engine.post(
+                        TransferOp.READ,
+                        destinationRegion,
+                        peer,
+                        poolRegion.describe(),
+                        List.of(new TransferSpan(0, 0, bytes)));
+                assertThatThrownBy(() -> read.get(60, TimeUnit.SECONDS))
+                        .hasRootCauseInstanceOf(io.kvstore.transfer.TransferException.class)
+                        .hasMessageContaining("timed out after");
+                long atReturn = crc(destination);
+                List<Long> later = new ArrayList<>();
+                for (int i = 0; i < 10; i++) {
+                    Thread.sleep(100);
+                    later.add(crc(destination));
+                }
+                assertThat(later)
+                        .as("CRC32C of the destination in the second after the timed-out read returned")
+                        .containsOnly(atReturn);
+            }
+        }
+    }
 }
