@@ -73,7 +73,7 @@ public final class NixlTransferEngine implements TransferEngine {
     private final LinkedBlockingQueue<InFlight> submitted = new LinkedBlockingQueue<>();
     private final Thread progress;
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Requests still in flight when the progress thread stopped; failed by {@link #close()} after the agent is gone. */
+    /** Requests in flight when the progress thread stopped; {@link #close()} fails them once the agent is gone. */
     private final List<InFlight> abandoned = new ArrayList<>();
 
     /** A posted request, its deadline, the caller's future; {@code timedOut} once in progress past the deadline. */
