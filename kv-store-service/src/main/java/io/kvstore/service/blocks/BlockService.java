@@ -82,9 +82,9 @@ public class BlockService {
     /** Declares a namespace for {@code tenant} and applies its durability to the engine. */
     public NamespaceRegistry.Outcome declare(String namespace, NamespaceSpec spec, String tenant) {
         if (namespaces.declared(namespace) == null) {
-            // a block that landed under the name after its last delete (an upload or commit admitted just before
-            // the delete, finishing after it) is not the new declarer's: the namespace starts empty. Dropped before
-            // the new owner is recorded, so its bytes come off the account they were booked to, not the new one's
+            // a block held under the name while it is not declared (a delete waits for the stores, reservations
+            // and commits under way, but a block may have been put under the name by other means) is not the new
+            // declarer's: the namespace starts empty. Dropped before the new owner is recorded
             int leftover = engine.deleteNamespace(namespace);
             if (leftover > 0) {
                 log.info(
@@ -249,24 +249,29 @@ public class BlockService {
                 }
                 // no slot is taken before the block's first bytes are here: a trickling body holds none
                 reader.stage(block);
-                if (namespaces.declared(namespace) != spec) {
+                // held until the block is published: a delete of the namespace waits for it, so the block goes with
+                // the namespace rather than landing after its delete, under no declaration or the next one's
+                NamespaceRegistry.Write write = namespaces.beginWrite(namespace, spec);
+                if (write == null) {
                     // deleted (and perhaps declared again, by another tenant) while this upload ran
-                    throw new ConflictException("namespace '" + namespace + "' was deleted or declared again during "
-                            + "the upload; frames before frame " + reader.frame() + " were stored under it");
+                    throw new ConflictException("namespace '" + namespace + "' was deleted, is being deleted or was"
+                            + " declared again during the upload; frames before frame " + reader.frame()
+                            + " were stored under it");
                 }
                 long start = System.nanoTime();
                 TierId tier;
                 BlockKey key = new BlockKey(namespace, header.hash());
                 // the tenant's quota in the tier the block lands in (a block already held adds nothing)
-                try (var charge = engine.info(key) != null
-                        ? TenantUsage.Charge.NONE
-                        : usage.charge(
-                                namespace,
-                                landing,
-                                spec.blockBytes(),
-                                // reservations hold DRAM slots their commits fill without a further check:
-                                // held in DRAM whether the block lands there or in HBM above it
-                                reservations)) {
+                try (write;
+                        var charge = engine.info(key) != null
+                                ? TenantUsage.Charge.NONE
+                                : usage.charge(
+                                        namespace,
+                                        landing,
+                                        spec.blockBytes(),
+                                        // reservations hold DRAM slots their commits fill without a further check:
+                                        // held in DRAM whether the block lands there or in HBM above it
+                                        reservations)) {
                     // the body is read straight into a free tier slot, then checksummed there
                     tier = engine.putInPlace(key, header.parent(), spec.blockBytes(), reader::readBlock, block);
                 } catch (BlockConflictException differentBytes) {
@@ -417,26 +422,32 @@ public class BlockService {
     }
 
     /**
-     * Deletes every block of the namespace and then its declaration; 409 when pinned or leased blocks
-     * remain (they are kept, with the declaration, until unpinned or released).
+     * Deletes every block of the namespace and then its declaration, after the stores, reservations and commits
+     * under way in it (which it waits for; new ones are refused meanwhile); 409 when pinned or leased blocks remain
+     * (they are kept, with the declaration, until unpinned or released), reservations are open, or stores are still
+     * in progress after {@code kvstore.limits.frame-timeout}.
      */
     public int deleteNamespace(String namespace) {
         namespaces.require(namespace);
-        if (reservations.openIn(namespace)) {
-            // a commit after the delete would land under a name that may by then be declared anew
-            throw new ConflictException("namespace '" + namespace + "' has open reservations; commit or cancel "
-                    + "them (or let them expire) and delete again");
+        // no store, reservation or commit begins from here on, and those under way end first (a store's block
+        // filling its slot from the socket may take up to the frame timeout): their blocks go with the namespace
+        try (NamespaceRegistry.Deletion deletion = namespaces.beginDelete(namespace, limits.frameTimeout())) {
+            if (reservations.openIn(namespace)) {
+                // a commit after the delete would land under a name that may by then be declared anew
+                throw new ConflictException("namespace '" + namespace + "' has open reservations; commit or cancel "
+                        + "them (or let them expire) and delete again");
+            }
+            int deleted = engine.deleteNamespace(namespace);
+            int left = engine.namespaceBlockCount(namespace);
+            if (left > 0) {
+                throw new ConflictException("namespace '" + namespace + "': " + deleted + " blocks deleted, " + left
+                        + " pinned or leased blocks remain; unpin or release them and delete again");
+            }
+            deletion.remove();
+            usage.forget(namespace);
+            engine.setWriteThrough(namespace, false);
+            return deleted;
         }
-        int deleted = engine.deleteNamespace(namespace);
-        int left = engine.namespaceBlockCount(namespace);
-        if (left > 0) {
-            throw new ConflictException("namespace '" + namespace + "': " + deleted + " blocks deleted, " + left
-                    + " pinned or leased blocks remain; unpin or release them and delete again");
-        }
-        namespaces.remove(namespace);
-        usage.forget(namespace);
-        engine.setWriteThrough(namespace, false);
-        return deleted;
     }
 
     /** Releases a lease; 404 when unknown, already released or expired. */

@@ -11,6 +11,7 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.engine.UnknownReservationException;
 import io.kvstore.engine.WriterState;
 import io.kvstore.service.config.KvStoreProperties;
+import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.ForbiddenException;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.error.NotFoundException;
@@ -125,14 +126,26 @@ public class OneSidedService {
             wanted.add(new InPlaceBlock(new BlockKey(ns, hash), parent, spec.blockBytes()));
         }
         long asked = (long) wanted.size() * spec.blockBytes();
+        // until the reservation is in the ledger: a delete of the namespace waits for it, then sees it open
+        try (NamespaceRegistry.Write write = beginWrite(ns, spec)) {
+            return reserve(caller.tenant(), ns, spec, wanted, asked, tier, timeout, writer);
+        }
+    }
+
+    private Reserved reserve(
+            String tenant,
+            String ns,
+            NamespaceSpec spec,
+            List<InPlaceBlock> wanted,
+            long asked,
+            TierId tier,
+            Duration timeout,
+            @Nullable Supplier<WriterState> writer)
+            throws IOException {
         // the tenant's quota in the tier the slots are in, counting its open reservations (507), then
         // its reserved quota (429), both under the tenant's admission lock
         String admitted = ledger.admit(
-                caller.tenant(),
-                ns,
-                asked,
-                Instant.now().plus(timeout),
-                pending -> usage.require(ns, tier, asked, pending));
+                tenant, ns, asked, Instant.now().plus(timeout), pending -> usage.require(ns, tier, asked, pending));
         Reservation r;
         try {
             r = writer == null ? engine.reserve(wanted, tier, timeout) : engine.reserve(wanted, tier, timeout, writer);
@@ -182,7 +195,10 @@ public class OneSidedService {
         }
         long start = System.nanoTime();
         CommitReport report;
-        try {
+        // the blocks become visible before a delete of the namespace deletes its blocks, or not at all (refused
+        // here, the reservation stays open: a delete that refused this commit is itself refused while it is)
+        NamespaceRegistry.Write write = beginWrite(ns, spec);
+        try (write) {
             report = engine.commit(request.reservationId(), crcs);
         } catch (UnknownReservationException e) {
             throw new NotFoundException(e.getMessage());
@@ -203,6 +219,19 @@ public class OneSidedService {
                 .forEach((key, reason) ->
                         failed.add(new CommitResponse.Failure(key.hash().hex(), reason)));
         return new CommitResponse(hexes(report.committed()), hexes(report.alreadyStored()), failed);
+    }
+
+    /**
+     * A write into {@code ns} as declared with {@code spec} (see {@link NamespaceRegistry#beginWrite}); 409 when
+     * refused.
+     */
+    private NamespaceRegistry.Write beginWrite(String ns, NamespaceSpec spec) {
+        NamespaceRegistry.Write write = namespaces.beginWrite(ns, spec);
+        if (write == null) {
+            throw new ConflictException("namespace '" + ns + "' is being deleted, or was deleted or declared again"
+                    + " since this request began");
+        }
+        return write;
     }
 
     /** Gives a reservation's slots back before its commit; only the tenant that made it may. */

@@ -34,6 +34,12 @@ import tools.jackson.databind.json.JsonMapper;
  * 507 and nothing changed, in memory or after a restart. Each namespace belongs to the tenant that declared
  * it.
  *
+ * <p>Writes into a namespace (stores, reservations, commits) go through {@link #beginWrite}, and its delete through
+ * {@link #beginDelete}, which refuses new writes and waits out those in progress before the blocks are deleted: a
+ * write racing the delete lands before it and goes with the namespace, or is refused; it is never kept under a name
+ * no declaration owns, nor in the next declaration of the name. Each declaration has its own count ({@code
+ * WriteGate}); no lock is shared between namespaces or taken by a write.
+ *
  * <p>In cluster mode the etcd create revision each declaration was applied from is kept beside it, in {@code
  * namespace-revisions.json}, not in {@code namespaces.json}: the previous release reads that file with a mapper
  * that refuses unknown fields, so a field added there would stop a node rolled back from starting.
@@ -71,6 +77,11 @@ public final class NamespaceRegistry {
     private final String slabSetting;
     private final Map<String, NamespaceSpec> specs = new ConcurrentHashMap<>();
     private final Map<String, String> owners = new ConcurrentHashMap<>();
+    /**
+     * Per declaration, its writes in progress, which its delete waits out ({@link #beginWrite}, {@link
+     * #beginDelete}).
+     */
+    private final Map<String, WriteGate> gates = new ConcurrentHashMap<>();
     /** Per namespace applied from a cluster's settings: etcd's create revision of that declaration. */
     private final Map<String, Long> clusterRevisions = new ConcurrentHashMap<>();
     /**
@@ -104,6 +115,7 @@ public final class NamespaceRegistry {
                     "cannot read namespace declarations from " + file + ": " + e.getMessage(), e);
         }
         stored.forEach((name, declaration) -> {
+            gates.put(name, new WriteGate());
             specs.put(name, declaration.toSpec());
             if (declaration.tenant() != null) {
                 owners.put(name, declaration.tenant());
@@ -184,6 +196,7 @@ public final class NamespaceRegistry {
         if (tenant != null) {
             owners.put(name, tenant);
         }
+        gates.put(name, new WriteGate()); // before the spec: a write of this declaration finds its gate
         specs.put(name, spec);
         restamp();
         log.info(
@@ -226,6 +239,10 @@ public final class NamespaceRegistry {
         Map<String, NamespaceDeclaration> next = declarations();
         next.remove(name);
         save(next);
+        WriteGate gate = gates.remove(name);
+        if (gate != null) {
+            gate.close(); // for good: a write that found it before it went is refused
+        }
         specs.remove(name);
         owners.remove(name);
         if (clusterRevisions.remove(name) != null) {
@@ -234,6 +251,83 @@ public final class NamespaceRegistry {
         restamp();
         log.info("namespace {} removed", name);
         return true;
+    }
+
+    /** A write into a namespace in progress ({@link #beginWrite}); closing it ends it. */
+    public interface Write extends AutoCloseable {
+        @Override
+        void close();
+    }
+
+    /**
+     * Begins a write into {@code name} as declared with {@code spec} (an uploaded block from its namespace check to
+     * its publication, a reservation's admission, a commit), which a delete of the namespace waits for before it
+     * deletes its blocks. Null when the namespace is not declared with {@code spec} now (deleted, or declared anew)
+     * or is being deleted: the write must not happen. Lock-free: one compare-and-set on the declaration's own count.
+     */
+    public @Nullable Write beginWrite(String name, NamespaceSpec spec) {
+        WriteGate gate = gates.get(name);
+        if (gate == null || !gate.enter()) {
+            return null;
+        }
+        if (specs.get(name) != spec) {
+            gate.leave();
+            return null;
+        }
+        return gate::leave;
+    }
+
+    /**
+     * The delete of a namespace under way ({@link #beginDelete}): no write begins in it, none is in progress.
+     * {@link #remove()} ends it with the declaration removed; closed without, the namespace takes writes again.
+     */
+    public final class Deletion implements AutoCloseable {
+
+        private final String name;
+        private final WriteGate gate;
+        private boolean removed;
+
+        private Deletion(String name, WriteGate gate) {
+            this.name = name;
+            this.gate = gate;
+        }
+
+        /** Removes the declaration, as {@link NamespaceRegistry#remove(String)}; the namespace takes no write again. */
+        public void remove() {
+            NamespaceRegistry.this.remove(name);
+            removed = true;
+        }
+
+        @Override
+        public void close() {
+            if (!removed) {
+                gate.open();
+            }
+        }
+    }
+
+    /**
+     * Refuses new writes into {@code name} ({@link #beginWrite}) and waits up to {@code wait} for those in progress to
+     * end, so that every block written into it is there when its blocks are deleted next.
+     *
+     * @throws NotFoundException when it is not declared
+     * @throws ConflictException when another delete of it is under way, or writes are still in progress after {@code
+     *     wait} (then it takes writes again)
+     */
+    public Deletion beginDelete(String name, java.time.Duration wait) {
+        WriteGate gate = gates.get(name);
+        if (gate == null) {
+            throw new NotFoundException("namespace '" + name + "' is not declared");
+        }
+        if (!gate.close()) {
+            throw new ConflictException("namespace '" + name + "' is being deleted by another request");
+        }
+        if (!gate.drained(System.nanoTime() + wait.toNanos())) {
+            gate.open();
+            throw new ConflictException("namespace '" + name + "': stores into it still in progress after " + wait
+                    + "; delete again once they end");
+        }
+        return new Deletion(name, gate);
     }
 
     /**
