@@ -20,6 +20,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 /**
  * A lean HTTP/1.1 client for the calls on a cluster lookup's latency path (probes): keep-alive sockets to
@@ -33,7 +34,9 @@ import java.util.concurrent.TimeUnit;
  * <p>Failures are those of the JDK client: an {@link IOException} when the peer cannot be connected to,
  * drops the connection, or does not answer within the timeout (a watchdog closes the socket at the deadline,
  * so a stalled write or read ends too). A pooled connection the peer closed while idle fails on reuse
- * before any answer arrived; the call is then sent once more on a new connection.
+ * before any answer arrived; the call is then sent once more on a new connection, with headers made anew
+ * ({@code headers} is asked again): the peer may have read the first request whole before it closed, and a
+ * signed call's nonce is taken once, so the same signed headers sent again would be refused (409) as a replay.
  */
 final class PeerHttp {
 
@@ -83,24 +86,28 @@ final class PeerHttp {
 
     /**
      * Sends a request and returns without waiting for its answer; {@link Call#answer} reads it. {@code
-     * path} is below the peer's address and already encoded.
+     * path} is below the peer's address and already encoded. {@code headers} is asked once for each time the
+     * request is written: a request sent again (on a new connection, for one the peer had closed) carries
+     * headers made anew, so a signed call is signed again, with another nonce.
      */
-    Call send(String method, String path, Map<String, String> headers, String contentType, byte[] body)
+    Call send(String method, String path, Supplier<Map<String, String>> headers, String contentType, byte[] body)
             throws IOException {
-        byte[] request = encode(method, path, headers, contentType, body);
-        Call call = new Call(request, System.nanoTime() + timeout.toNanos());
+        Call call = new Call(
+                () -> encode(method, path, headers.get(), contentType, body), System.nanoTime() + timeout.toNanos());
         call.start();
         return call;
     }
 
     /** A request sent and not yet answered; its connection is this call's until {@link #answer}. */
     final class Call {
-        private final byte[] request;
+        /** The request's bytes, made anew for every attempt (its headers signed again). */
+        private final Supplier<byte[]> request;
+
         private final long deadline;
         private Connection connection;
         private boolean reused;
 
-        private Call(byte[] request, long deadline) {
+        private Call(Supplier<byte[]> request, long deadline) {
             this.request = request;
             this.deadline = deadline;
         }
@@ -111,7 +118,7 @@ final class PeerHttp {
                 connection = pooled;
                 reused = true;
                 try {
-                    connection.write(request, deadline);
+                    connection.write(request.get(), deadline);
                     return;
                 } catch (IOException stale) {
                     connection.close();
@@ -119,7 +126,7 @@ final class PeerHttp {
             }
             connection = open(deadline);
             reused = false;
-            connection.write(request, deadline);
+            connection.write(request.get(), deadline);
         }
 
         /** Waits for the answer (until the deadline); the connection goes back to the pool when it can. */
@@ -132,11 +139,12 @@ final class PeerHttp {
                     if (!reused) {
                         throw stale;
                     }
-                    // the peer had closed the idle connection before this request reached it: send it again
+                    // the peer closed the idle connection, before this request reached it or after it read it
+                    // whole (and took its nonce): send it again, signed again
                     connection.close();
                     connection = open(deadline);
                     reused = false;
-                    connection.write(request, deadline);
+                    connection.write(request.get(), deadline);
                     response = connection.read(deadline);
                 }
                 if (connection.reusable) {
@@ -276,7 +284,7 @@ final class PeerHttp {
             try {
                 out.write(request);
             } catch (IOException e) {
-                throw guard.isDone() ? timedOut() : e;
+                throw timedOut(guard, deadline) ? timedOut() : e;
             } finally {
                 guard.cancel(false);
             }
@@ -289,10 +297,18 @@ final class PeerHttp {
                 return readResponse();
             } catch (IOException e) {
                 // the watchdog closed the socket, or the socket's own read timeout ran out
-                throw guard.isDone() || e instanceof SocketTimeoutException ? timedOut() : e;
+                throw timedOut(guard, deadline) || e instanceof SocketTimeoutException ? timedOut() : e;
             } finally {
                 guard.cancel(false);
             }
+        }
+
+        /**
+         * Whether the watchdog closed the socket: its task done, or the deadline passed (the task may still be
+         * running when the closed socket fails the read, and is not done yet then).
+         */
+        private static boolean timedOut(ScheduledFuture<?> guard, long deadline) {
+            return guard.isDone() || System.nanoTime() - deadline >= 0;
         }
 
         private SocketTimeoutException timedOut() {

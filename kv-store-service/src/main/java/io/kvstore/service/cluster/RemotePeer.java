@@ -110,8 +110,9 @@ public final class RemotePeer implements Peer {
         }
         PeerHttp.Call call;
         try {
+            // asked again for a probe sent again: every attempt is signed anew (a nonce is taken once)
             call = probes.send(
-                    "POST", path, headers(caller, "POST", path, token, body), "application/octet-stream", body);
+                    "POST", path, () -> headers(caller, "POST", path, token, body), "application/octet-stream", body);
         } catch (IOException e) {
             PeerException failed = unreachable(e);
             return () -> {

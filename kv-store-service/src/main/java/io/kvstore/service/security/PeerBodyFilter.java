@@ -31,7 +31,8 @@ import tools.jackson.databind.json.JsonMapper;
  * it is read whole (held to the body limits by {@code BodySizeLimitFilter}, which runs first), hashed, and
  * handed on from memory; one that does not match is answered 401 problem JSON and never used. Only then is the
  * call's nonce taken ({@link PeerCredentials#take}): 409 problem JSON when this node took it already (a captured
- * call sent again), 429 when it keeps as many nonces as it may; a changed body uses up no nonce. The verified
+ * call sent again) or it is below its sender's replay window, 429 when it is a new sender's and this node keeps as
+ * many senders as it may; a changed body uses up no nonce. The verified
  * caller is left as {@link PeerCredentials#VERIFIED}, so it is not checked again. Requests without a
  * forwarded caller, and every request where no {@code kvstore.cluster.secret} is set, pass untouched (the
  * latter refused where the caller is decided).

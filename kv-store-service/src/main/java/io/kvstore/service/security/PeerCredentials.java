@@ -13,6 +13,7 @@ import java.time.Clock;
 import java.util.Base64;
 import java.util.HexFormat;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.crypto.Mac;
 import javax.crypto.spec.SecretKeySpec;
@@ -45,13 +46,16 @@ import tools.jackson.databind.json.JsonMapper;
  * and a signed caller is taken only with it: stripped from a call captured on its way to one node, the node would
  * route that call on to the others with signatures of its own, the replay to other nodes the target prevents.
  *
- * <p>Each signed call carries a nonce ({@value #NONCE}: this process's random 64 bits and a count of its calls),
- * covered by the signature, and the node it was meant for takes each nonce once ({@link SeenNonces}): the same
- * call sent there again within the window, captured on the wire, is refused with 409 (before, a captured store or
- * delete could be sent again, and did its work again, for 5 minutes). A nonce is taken only once the body was
- * checked ({@link PeerBodyFilter}), so a call whose body a party on the path changed does not use up the nonce of
- * the call it was taken from. The node keeps at most {@code kvstore.cluster.peer-nonces} nonces, those of the
- * window; past that it refuses signed calls with 429 until older ones leave it, rather than forget one.
+ * <p>Each signed call carries a nonce ({@value #NONCE}: this process's random 64 bits and a count of its calls to
+ * the target node), covered by the signature, and the node it was meant for takes each nonce once ({@link
+ * SeenNonces}: an anti-replay window per sending process): the same call sent there again within the window,
+ * captured on the wire, is refused with 409 (before, a captured store or delete could be sent again, and did its
+ * work again, for 5 minutes). The count is kept per target so each node sees its senders' counts without gaps, and
+ * its window spans only the calls in flight to it. A nonce is taken only once the body was checked ({@link
+ * PeerBodyFilter}), so a call whose body a party on the path changed does not use up the nonce of the call it was
+ * taken from. The node keeps the windows of at most {@code kvstore.cluster.peer-senders} sending processes (8 KiB
+ * each), forgetting one {@link SeenNonces#idleSeconds} after its last accepted call; past that it refuses calls of
+ * new senders with 429 rather than forget a live one.
  */
 public final class PeerCredentials {
 
@@ -78,8 +82,11 @@ public final class PeerCredentials {
     public static final String NONCE = "Kvstore-Peer-Nonce";
 
     static final long MAX_SKEW_SECONDS = 300;
-    /** Nonces kept by default: about 80 MB, 3,300 signed calls a second for the 300 s a nonce is kept. */
-    public static final long DEFAULT_NONCES = 1_000_000;
+    /**
+     * Sending processes whose replay windows are kept by default: 8 KiB each, 32 MiB at most; a process counts from
+     * its start until {@link SeenNonces#idleSeconds} after its last call here, so restarts count for a while.
+     */
+    public static final int DEFAULT_SENDERS = 4_096;
     /**
      * The request attribute holding a forwarded caller whose signature held and whose nonce this node took (its body
      * checked too, when {@link PeerBodyFilter} set it).
@@ -91,11 +98,11 @@ public final class PeerCredentials {
     private final JsonMapper json;
     private final Clock clock;
     private final SeenNonces seen;
-    private final long capacity;
+    private final int capacity;
     /** This process's half of every nonce it signs: two nodes, or two runs of one, never send the same. */
     private final long noncePrefix = new SecureRandom().nextLong();
-
-    private final AtomicLong calls = new AtomicLong();
+    /** The calls signed for each target node, counted from 1: the other half of each nonce. */
+    private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();
 
     /** A forwarded call whose signature holds: its caller, and the time and nonce it was signed with. */
     record Signed(Caller caller, long at, SeenNonces.Nonce nonce) {}
@@ -106,17 +113,17 @@ public final class PeerCredentials {
      *     calls it accepts, and the forwarding node its own signed calls name ({@value #FORWARDED})
      */
     public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock) {
-        this(secret, node, json, clock, DEFAULT_NONCES);
+        this(secret, node, json, clock, DEFAULT_SENDERS);
     }
 
-    /** @param nonces {@code kvstore.cluster.peer-nonces}: the most nonces of accepted calls kept at once */
-    public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock, long nonces) {
+    /** @param senders {@code kvstore.cluster.peer-senders}: the most sending processes whose windows are kept */
+    public PeerCredentials(@Nullable String secret, String node, JsonMapper json, Clock clock, int senders) {
         this.secret = secret == null || secret.isBlank() ? null : secret.getBytes(StandardCharsets.UTF_8);
         this.node = node;
         this.json = json;
         this.clock = clock;
-        this.capacity = nonces;
-        this.seen = new SeenNonces(MAX_SKEW_SECONDS, nonces);
+        this.capacity = senders;
+        this.seen = new SeenNonces(MAX_SKEW_SECONDS, senders);
     }
 
     /** Whether {@code kvstore.cluster.secret} is set: only then are callers forwarded and accepted. */
@@ -132,7 +139,8 @@ public final class PeerCredentials {
         String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
         String digest = digest(body);
         long now = clock.instant().getEpochSecond();
-        String nonce = new SeenNonces.Nonce(noncePrefix, calls.incrementAndGet()).toString();
+        long count = calls.computeIfAbsent(target, t -> new AtomicLong()).incrementAndGet();
+        String nonce = new SeenNonces.Nonce(noncePrefix, count).toString();
         return Map.of(
                 CALLER,
                 encoded,
@@ -163,8 +171,9 @@ public final class PeerCredentials {
      *
      * @throws ForbiddenException when it forwards one without a valid signature (unset secret, wrong secret,
      *     another request's signature, one signed for another node, or a stale one)
-     * @throws ConflictException when this node took the call's nonce already: a replay
-     * @throws TooManyRequestsException when this node keeps as many nonces as it may
+     * @throws ConflictException when this node took the call's nonce already (a replay), or it is below its
+     *     sender's replay window
+     * @throws TooManyRequestsException when the call is a new sender's and this node keeps as many as it may
      */
     public @Nullable Caller forwarded(HttpServletRequest request) {
         if (request.getAttribute(VERIFIED) instanceof Caller verified) {
@@ -259,12 +268,14 @@ public final class PeerCredentials {
     }
 
     /**
-     * Takes the nonce of a call {@link #verify} passed: each once, kept until its signature's window closes.
+     * Takes the nonce of a call {@link #verify} passed: each once, in its sender's replay window.
      *
-     * @throws ConflictException when it was taken already: the call was accepted here before, this is a replay
-     * @throws TooManyRequestsException when this node keeps {@code kvstore.cluster.peer-nonces} nonces, all still in
-     *     the window: refused rather than one forgotten, which would let its call be replayed
-     * @throws ForbiddenException when its second is out of the window by now
+     * @throws ConflictException when it was taken already (the call was accepted here before, this is a replay), or
+     *     it is below its sender's window (too old to tell: the sender may sign the call again)
+     * @throws TooManyRequestsException when it is a new sender's and this node keeps the windows of {@code
+     *     kvstore.cluster.peer-senders} senders, all live: refused rather than one forgotten, which would let its
+     *     calls be replayed
+     * @throws ForbiddenException when its timestamp is out of the window by now
      */
     void take(Signed signed) {
         switch (seen.accept(signed.at(), signed.nonce(), clock.instant().getEpochSecond())) {
@@ -272,13 +283,18 @@ public final class PeerCredentials {
             case REPLAYED ->
                 throw new ConflictException("this signed call (" + NONCE + " " + signed.nonce() + ", signed at "
                         + signed.at() + ") was already accepted by this node: a captured call replayed, refused");
+            case TOO_OLD ->
+                throw new ConflictException("this signed call (" + NONCE + " " + signed.nonce() + ") is older than "
+                        + "the replay window of its sender: " + SeenNonces.WINDOW + " later calls of the sending node "
+                        + "reached this node first, so it cannot be told from a replay; sign it again (a new nonce)");
             case FULL ->
-                throw new TooManyRequestsException("this node keeps the nonces of the " + capacity + " signed calls "
-                        + "it accepted in the last " + MAX_SKEW_SECONDS + " s (kvstore.cluster.peer-nonces) and "
-                        + "takes no more until they age out: forgetting one would let its call be replayed");
+                throw new TooManyRequestsException("this node keeps the replay windows of " + capacity + " sending "
+                        + "processes (kvstore.cluster.peer-senders), each with a call accepted in the last "
+                        + seen.idleSeconds() + " s, and takes no new sender until one is idle that long: forgetting a "
+                        + "live one would let its calls be replayed");
             case EXPIRED ->
                 throw new ForbiddenException("the forwarded caller's signature is more than " + MAX_SKEW_SECONDS
-                        + " s old (clocks of the nodes apart, or a replayed request)");
+                        + " s old or ahead (clocks of the nodes apart, or a replayed request)");
         }
     }
 

@@ -53,12 +53,12 @@ public class SecurityWebConfiguration implements WebMvcConfigurer {
     static PeerCredentials peerCredentials(
             @Value("${kvstore.cluster.secret:}") String secret,
             @Value("${kvstore.cluster.node-name:}") String node,
-            @Value("${kvstore.cluster.peer-nonces:" + PeerCredentials.DEFAULT_NONCES + "}") long nonces,
+            @Value("${kvstore.cluster.peer-senders:" + PeerCredentials.DEFAULT_SENDERS + "}") int senders,
             JsonMapper json) {
-        if (nonces < 1) {
-            throw new IllegalArgumentException("kvstore.cluster.peer-nonces must be at least 1, got " + nonces);
+        if (senders < 1) {
+            throw new IllegalArgumentException("kvstore.cluster.peer-senders must be at least 1, got " + senders);
         }
-        return new PeerCredentials(secret, node, json, Clock.systemUTC(), nonces);
+        return new PeerCredentials(secret, node, json, Clock.systemUTC(), senders);
     }
 
     /** Checks a forwarded call's body against its signed digest before any handler reads it. */

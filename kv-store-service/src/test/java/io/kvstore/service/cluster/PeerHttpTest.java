@@ -118,7 +118,7 @@ class PeerHttpTest {
         return http.send(
                         "POST",
                         "/v1/x",
-                        Map.of("Kvstore-Forwarded-By", "node-1"),
+                        () -> Map.of("Kvstore-Forwarded-By", "node-1"),
                         "application/octet-stream",
                         body.getBytes(StandardCharsets.ISO_8859_1))
                 .answer();
@@ -147,8 +147,8 @@ class PeerHttpTest {
     void callsInFlightTogetherUseOneConnectionEachAndAreAnsweredInAnyOrder() throws Exception {
         PeerHttp http = PeerHttp.of(serve(n -> ok("done")), Duration.ofSeconds(30));
 
-        var a = http.send("POST", "/v1/a", Map.of(), "text/plain", "a".getBytes());
-        var b = http.send("POST", "/v1/b", Map.of(), "text/plain", "b".getBytes());
+        var a = http.send("POST", "/v1/a", Map::of, "text/plain", "a".getBytes());
+        var b = http.send("POST", "/v1/b", Map::of, "text/plain", "b".getBytes());
 
         assertThat(new String(b.answer().body())).isEqualTo("done");
         assertThat(new String(a.answer().body())).isEqualTo("done");
@@ -253,6 +253,38 @@ class PeerHttpTest {
                 .containsEntry("authorization", "Bearer peer-token")
                 .containsEntry("kvstore-forwarded-by", "node-1");
         assertThat(request.body()).hasSize(1 + 2 * 32);
+    }
+
+    @Test
+    void aProbeSentAgainOnAFreshConnectionIsSignedAgainWithAnotherNonce() throws Exception {
+        // each connection answers its first probe, then reads the second whole and closes without answering: the
+        // peer may have taken that probe's nonce, so the probe sent again on a new connection must not repeat it
+        String answer = new String(new byte[] {(byte) ProbeWire.NOT_HELD}, StandardCharsets.ISO_8859_1);
+        String address = serve(n -> n == 1 ? ok(answer) : null);
+        JsonMapper json = JsonMapper.builder().build();
+        RemotePeer peer = new RemotePeer(
+                new Member("node-2", address, 1),
+                new Member("node-1", "http://127.0.0.1:1", 1),
+                java.net.http.HttpClient.newHttpClient(),
+                json,
+                Duration.ofSeconds(30),
+                null,
+                null,
+                new PeerCredentials("a-cluster-secret-of-some-length", "node-1", json, Clock.systemUTC()));
+        peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer();
+
+        assertThat(peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer().tiers())
+                .containsExactly((String) null);
+
+        assertThat(connections).hasValue(2);
+        assertThat(seen).hasSize(3);
+        List<String> nonces = seen.stream()
+                .map(s -> s.headers().get(PeerCredentials.NONCE.toLowerCase(java.util.Locale.ROOT)))
+                .toList();
+        assertThat(nonces).doesNotContainNull().doesNotHaveDuplicates();
+        assertThat(seen.get(2).headers().get("kvstore-peer-signature"))
+                .isNotEqualTo(seen.get(1).headers().get("kvstore-peer-signature"));
+        assertThat(seen.get(2).body()).isEqualTo(seen.get(1).body());
     }
 
     @Test
