@@ -13,8 +13,8 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The same-host path ({@code /v1/local}) keeps the one-sided path's rules, since both reserve through one
- * service: a tenant cannot reserve all of DRAM or hold slots past the cap, a parent cycle is refused, and a
- * malformed request names its field.
+ * service: a tenant cannot reserve all of DRAM or hold slots past the cap, a parent cycle is refused, a reservation
+ * is not committed past its expiry, and a malformed request names its field.
  */
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
@@ -71,6 +71,35 @@ class LocalPathLimitsTest {
         String id = TenantApiTest.field(half.body(), "reservationId");
         assertThat(http().send("DELETE", "/v1/reservations/" + id, null, null).statusCode())
                 .isEqualTo(204);
+    }
+
+    @Test
+    void aReservationPastItsExpiryIsNotCommittedIntoTheNamespaceDeclaredAgainSince() throws Exception {
+        var declared = http().json("PUT", "/v1/namespaces/lapse", TestLayout.declaration("m"));
+        assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
+        BlockHash h = TestLayout.hashes(TestLayout.tokens(16, 5)).getFirst();
+        var reserved = http().json(
+                        "POST",
+                        "/v1/local/namespaces/lapse/blocks:reserve",
+                        "{\"blocks\":" + blocks(List.of(h)) + ",\"timeoutSeconds\":1}");
+        assertThat(reserved.statusCode()).as(reserved.body()).isEqualTo(200);
+        String id = TenantApiTest.field(reserved.body(), "reservationId");
+        Thread.sleep(1_100); // expired: a delete no longer waits for it (the engine's sweep may not have run yet)
+
+        var deleted = http().send("DELETE", "/v1/namespaces/lapse", null, null);
+        assertThat(deleted.statusCode()).as(deleted.body()).isIn(200, 204);
+        var again = http().json("PUT", "/v1/namespaces/lapse", TestLayout.declaration("m"));
+        assertThat(again.statusCode()).as(again.body()).isIn(200, 201);
+
+        var commit =
+                http().json("POST", "/v1/local/namespaces/lapse/blocks:commit", "{\"reservationId\":\"" + id + "\"}");
+        assertThat(commit.statusCode()).as(commit.body()).isEqualTo(404);
+        assertThat(commit.body()).contains("expired");
+        var lookup =
+                http().json("POST", "/v1/lookup", "{\"namespace\":\"lapse\",\"blockHashes\":[\"" + h.hex() + "\"]}");
+        assertThat(lookup.body())
+                .as("a block of the deleted declaration, never written, in the new one")
+                .contains("\"matchedBlocks\":0");
     }
 
     @Test
