@@ -40,13 +40,27 @@ public abstract class NativeHandle implements AutoCloseable {
         return closed.get();
     }
 
-    /** Releases the native handle the first time it is called; later calls do nothing. */
+    /**
+     * Releases the native handle the first time it is called; later calls do nothing.
+     *
+     * @throws IllegalStateException when {@link #checkReleasable()} refuses: the handle stays open
+     */
     @Override
     public final void close() {
+        if (closed.get()) {
+            return;
+        }
+        checkReleasable();
         if (closed.compareAndSet(false, true)) {
             release(handle);
         }
     }
+
+    /**
+     * Throws an {@link IllegalStateException}, saying why, when the handle must not be released yet
+     * (the library still works on it); called by {@link #close()} before it releases. Allows by default.
+     */
+    protected void checkReleasable() {}
 
     /** Frees {@code handle} in the library; called at most once, by the first {@link #close()}. */
     protected abstract void release(MemorySegment handle);

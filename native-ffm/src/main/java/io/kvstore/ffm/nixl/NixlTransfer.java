@@ -12,11 +12,13 @@ import java.util.List;
  * polled until done. {@link #close()} releases the request and frees the lists, once
  * ({@link NativeHandle}: the request is the handle).
  *
- * <p>Close a posted request only after {@link #isDone()} returned true or threw: NIXL cannot stop a
- * transfer in flight. Releasing an in-progress request asks the backend to cancel it, and UCX's
- * {@code ucp_request_cancel} does not stop an RMA get or put; NIXL then forgets the request and reports
- * success while the bytes keep moving into (READ) or out of (WRITE) the local memory, with nothing left
- * to say when they stop. Only destroying the agent stops them.
+ * <p>NIXL cannot stop a transfer in flight: releasing an in-progress request asks the backend to cancel
+ * it, and UCX's {@code ucp_request_cancel} does not stop an RMA get or put; NIXL then forgets the request
+ * and reports success while the bytes keep moving into (READ) or out of (WRITE) the local memory, with
+ * nothing left to say when they stop. Only destroying the agent stops them. So {@link #close()} refuses,
+ * with an {@link IllegalStateException}, a request whose {@link #post()} returned false until
+ * {@link #isDone()} returned true or threw; the agent's owner, about to destroy the agent, lets go of one
+ * with {@link #abandon()}.
  */
 public final class NixlTransfer extends NativeHandle {
 
@@ -25,6 +27,10 @@ public final class NixlTransfer extends NativeHandle {
     private final MemorySegment localList;
     private final MemorySegment remoteList;
     private final MemorySegment postArgs;
+    /** Posted and not yet reported done or failed: NIXL (UCX) may still move its bytes. */
+    private volatile boolean inFlight;
+    /** Set by {@link #abandon()}: released although in flight, its agent destroyed next. */
+    private volatile boolean abandoned;
 
     private NixlTransfer(
             NixlAgent agent,
@@ -129,18 +135,49 @@ public final class NixlTransfer extends NativeHandle {
      * (poll {@link #isDone()}).
      */
     public boolean post() {
-        return done("nixl_capi_post_xfer_req(" + description + ")", () -> {
+        boolean done = done("nixl_capi_post_xfer_req(" + description + ")", () -> {
             Nixl nixl = agent.nixl();
             return (int) nixl.postXferReq.invokeExact(agent.handle(), live(), postArgs);
         });
+        inFlight = !done;
+        return done;
     }
 
     /** Whether the posted request has completed; throws a {@link NixlException} when it failed. */
     public boolean isDone() {
-        return done("nixl_capi_get_xfer_status(" + description + ")", () -> {
-            Nixl nixl = agent.nixl();
-            return (int) nixl.getXferStatus.invokeExact(agent.handle(), live());
-        });
+        boolean done;
+        try {
+            done = done("nixl_capi_get_xfer_status(" + description + ")", () -> {
+                Nixl nixl = agent.nixl();
+                return (int) nixl.getXferStatus.invokeExact(agent.handle(), live());
+            });
+        } catch (NixlException failed) {
+            inFlight = false; // NIXL let go of it
+            throw failed;
+        }
+        if (done) {
+            inFlight = false;
+        }
+        return done;
+    }
+
+    /**
+     * Releases this request even while it is in flight, which only makes NIXL forget it: for the agent's
+     * owner that destroys the agent (and so stops the transfer) right after, and only then hands the local
+     * memory back.
+     */
+    public void abandon() {
+        abandoned = true;
+        close();
+    }
+
+    /** Refuses to release a request in flight unless {@link #abandon() abandoned}: NIXL cannot stop it. */
+    @Override
+    protected void checkReleasable() {
+        if (inFlight && !abandoned) {
+            throw new IllegalStateException(this + " is in flight: NIXL cannot stop it (releasing it only forgets it"
+                    + " while the bytes keep moving); close it once isDone() returned true or threw");
+        }
     }
 
     @FunctionalInterface

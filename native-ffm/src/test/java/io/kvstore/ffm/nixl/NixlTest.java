@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.zip.CRC32C;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -226,6 +227,45 @@ class NixlTest {
             assertThatThrownBy(agent::localMetadata)
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessage("NIXL agent kvstore-close-once is closed");
+        }
+    }
+
+    /**
+     * NIXL cannot stop a transfer in flight (releasing it only forgets it while the bytes keep moving), so
+     * closing a request that has not reported done or failed is refused; once it has, close releases it.
+     */
+    @Test
+    void requestInFlightRefusesToCloseUntilItReportedDone() throws Exception {
+        assumeUcx();
+        Nixl nixl = Nixl.get();
+        long bytes = 128L << 20;
+        try (Arena arena = Arena.ofShared();
+                NixlAgent initiator = nixl.createAgent("kvstore-hasty", NixlAgent.Config.DEFAULT);
+                NixlAgent target = nixl.createAgent("kvstore-hasty-target", NixlAgent.Config.DEFAULT)) {
+            MemorySegment local = arena.allocate(bytes, 4096);
+            MemorySegment remote = arena.allocate(bytes, 4096);
+            NixlDescriptor dst = new NixlDescriptor(local.address(), bytes, 0);
+            NixlDescriptor src = new NixlDescriptor(remote.address(), bytes, 0);
+            try (NixlBackend ib = initiator.createBackend("UCX", Map.of());
+                    NixlBackend tb = target.createBackend("UCX", Map.of());
+                    NixlRegistration r1 = initiator.register(Nixl.DRAM_SEG, List.of(dst), ib);
+                    NixlRegistration r2 = target.register(Nixl.DRAM_SEG, List.of(src), tb)) {
+                String targetName = initiator.loadRemoteMetadata(target.localMetadata());
+                NixlTransfer read = initiator.createTransfer(
+                        Nixl.XFER_READ, Nixl.DRAM_SEG, List.of(dst), Nixl.DRAM_SEG, List.of(src), targetName, ib, null);
+                boolean done = read.post();
+                Assumptions.assumeFalse(done, "the 128 MiB read completed within its post: nothing in flight");
+                assertThatThrownBy(read::close)
+                        .isInstanceOf(IllegalStateException.class)
+                        .hasMessageContaining("is in flight");
+                assertThat(read.isClosed()).isFalse();
+                while (!read.isDone()) {
+                    Thread.onSpinWait();
+                }
+                read.close();
+                assertThat(read.isClosed()).isTrue();
+                initiator.invalidateRemoteMetadata(targetName);
+            }
         }
     }
 }

@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -48,8 +49,17 @@ import org.slf4j.LoggerFactory;
  * forgets it: UCX's {@code ucp_request_cancel} does not stop an RMA get or put), so a request past its
  * deadline stays polled and its future fails with the timeout once NIXL reports it finished or failed.
  * Until a post's future completes, whatever the outcome, the local spans are NIXL's: neither reuse nor
- * free them. UCX's peer-failure detection bounds the wait, and {@link #close()} destroys the agent (its
- * UCX workers) before it fails what is still in flight.
+ * free them. UCX's peer-failure detection bounds the wait, and closing destroys the agent (its UCX
+ * workers) before it fails what is still in flight.
+ *
+ * <p>The progress thread owns the agent's end: {@link #close()} stops it, and it waits for the posts
+ * under way, then destroys the agent, never while it or a post still calls into it. {@code close()}
+ * waits for that, except when a completion callback (run on the progress thread) calls it: then it
+ * returns at once and the agent goes when the callback returns.
+ *
+ * <p>Why it is long: post, progress and close share the one in-flight protocol above (a request leaves
+ * NIXL only when NIXL reports it ended, or with the agent), and splitting it would spread that protocol
+ * over classes that each hold half of the state.
  */
 public final class NixlTransferEngine implements TransferEngine {
 
@@ -73,8 +83,10 @@ public final class NixlTransferEngine implements TransferEngine {
     private final LinkedBlockingQueue<InFlight> submitted = new LinkedBlockingQueue<>();
     private final Thread progress;
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Requests in flight when the progress thread stopped; {@link #close()} fails them once the agent is gone. */
-    private final List<InFlight> abandoned = new ArrayList<>();
+    /** Posts under way: the progress thread destroys the agent only once none is (each checks closed first). */
+    private final AtomicInteger posting = new AtomicInteger();
+    /** Runs in {@link #post} between posting a request in progress and queueing it: a seam for tests. */
+    volatile Runnable beforeQueued = () -> {};
 
     /** A posted request, its deadline, the caller's future; {@code timedOut} once in progress past the deadline. */
     private record InFlight(
@@ -212,6 +224,26 @@ public final class NixlTransferEngine implements TransferEngine {
         if (!(peer instanceof NixlPeer nixlPeer) || nixlPeer.engine() != this) {
             throw new IllegalArgumentException("peer " + peer.name() + " was not connected by this engine");
         }
+        CompletableFuture<TransferResult> future = new CompletableFuture<>();
+        Runnable answer;
+        posting.incrementAndGet(); // before the closed check: a close that this post did not see waits for it
+        try {
+            answer = submit(op, local, nixlPeer, remote, spans, future);
+        } finally {
+            posting.decrementAndGet();
+        }
+        answer.run(); // completes the future, if it ended already, outside: its callbacks may close this engine
+        return future;
+    }
+
+    /** Posts the request; returns what completes {@code future} when it ended already, else queues it. */
+    private Runnable submit(
+            TransferOp op,
+            LocalRegion local,
+            NixlPeer peer,
+            RemoteRegion remote,
+            List<TransferSpan> spans,
+            CompletableFuture<TransferResult> future) {
         if (closed.get()) {
             throw new IllegalStateException("NIXL transfer engine of agent " + agent.name() + " is closed");
         }
@@ -240,7 +272,6 @@ public final class NixlTransferEngine implements TransferEngine {
         }
         String description =
                 op + " of " + bytes + " bytes in " + merged.size() + " transfer(s) with peer " + peer.name();
-        CompletableFuture<TransferResult> future = new CompletableFuture<>();
         long start = System.nanoTime();
         NixlTransfer transfer;
         try {
@@ -250,34 +281,39 @@ public final class NixlTransferEngine implements TransferEngine {
                     localDescs,
                     remoteType,
                     remoteDescs,
-                    nixlPeer.remoteAgent(),
+                    peer.remoteAgent(),
                     dataBackend,
                     null);
         } catch (NixlException e) {
-            future.completeExceptionally(
+            return () -> future.completeExceptionally(
                     new TransferException("NIXL " + description + " could not be created: " + e.getMessage(), e));
-            return future;
         }
         InFlight work = new InFlight(
                 transfer, future, bytes, merged.size(), start, start + timeout.toNanos(), description, false);
         try {
             if (transfer.post()) {
-                finish(work);
-                return future;
+                release(work);
+                return () -> succeed(work);
             }
         } catch (NixlException e) {
-            fail(work, "failed to post", e);
-            return future;
+            release(work);
+            return () -> failFuture(work, "failed to post", e);
         }
-        submitted.add(work);
-        if (closed.get() && submitted.remove(work)) {
-            fail(work, "was abandoned: the engine closed", null); // closed between the check above and now
-        }
-        return future;
+        beforeQueued.run();
+        submitted.add(work); // also when closed since the check: the progress thread takes it before its end
+        return () -> {};
     }
 
     private void progressLoop() {
         List<InFlight> active = new ArrayList<>();
+        try {
+            pollUntilClosed(active);
+        } finally {
+            end(active); // also after an unexpected error: the agent goes with this thread, never before it
+        }
+    }
+
+    private void pollUntilClosed(List<InFlight> active) {
         while (!closed.get()) {
             try {
                 if (active.isEmpty()) {
@@ -297,8 +333,42 @@ public final class NixlTransferEngine implements TransferEngine {
                 break;
             }
         }
+    }
+
+    /**
+     * Destroys the agent once no post is under way (one that began before close queues its request), then
+     * fails what was still in flight: destroying the agent (its UCX workers) stops those transfers;
+     * releasing them would not, so they are only abandoned right before it.
+     */
+    private void end(List<InFlight> active) {
+        closed.set(true); // also when the loop ended otherwise: no post begins after this
+        while (posting.get() > 0) {
+            Thread.onSpinWait();
+        }
         submitted.drainTo(active);
-        abandoned.addAll(active); // close() fails them once the agent, and so every transfer, is gone
+        try {
+            letWireUpSettle();
+            active.forEach(this::abandon);
+            backends.values().forEach(NixlBackend::close);
+            agent.close();
+            LOG.info("NIXL agent {} closed", agent.name());
+        } catch (RuntimeException e) {
+            LOG.error("closing NIXL agent {} failed", agent.name(), e);
+        } finally {
+            for (InFlight work : active) {
+                work.future()
+                        .completeExceptionally(new TransferException(
+                                "NIXL " + work.description() + " was abandoned: the engine closed"));
+            }
+        }
+    }
+
+    private void abandon(InFlight work) {
+        try {
+            work.transfer().abandon();
+        } catch (NixlException e) {
+            LOG.warn("releasing NIXL request {} failed: {}", work.description(), e.getMessage());
+        }
     }
 
     /** Polls one request: it leaves {@code active} once finished or failed; past its deadline it is only marked. */
@@ -331,13 +401,21 @@ public final class NixlTransferEngine implements TransferEngine {
 
     private void finish(InFlight work) {
         release(work);
+        succeed(work);
+    }
+
+    private void fail(InFlight work, String what, NixlException cause) {
+        release(work);
+        failFuture(work, what, cause);
+    }
+
+    private static void succeed(InFlight work) {
         work.future()
                 .complete(new TransferResult(
                         work.bytes(), work.transfers(), Duration.ofNanos(System.nanoTime() - work.startNanos())));
     }
 
-    private void fail(InFlight work, String what, NixlException cause) {
-        release(work);
+    private static void failFuture(InFlight work, String what, NixlException cause) {
         String message = "NIXL " + work.description() + " " + what + (cause == null ? "" : ": " + cause.getMessage());
         work.future()
                 .completeExceptionally(
@@ -373,25 +451,26 @@ public final class NixlTransferEngine implements TransferEngine {
         return at == 0 ? 0 : WIRE_UP_SETTLE_NANOS - (now - at);
     }
 
+    /**
+     * Stops the progress thread and waits, without a time limit (a poll is short), until it destroyed the
+     * agent and failed what was in flight; from a completion callback, returns at once (see the class).
+     */
     @Override
     public void close() {
-        if (closed.compareAndSet(false, true)) {
+        closed.set(true);
+        if (Thread.currentThread() == progress) {
+            return;
+        }
+        boolean interrupted = false;
+        while (progress.isAlive()) {
             try {
-                progress.join(Duration.ofSeconds(5));
+                progress.join();
             } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+                interrupted = true; // the agent must not be in use when close returns: wait on
             }
-            letWireUpSettle();
-            // Releasing a request in flight does not stop it; destroying the agent (its UCX workers) does.
-            abandoned.forEach(this::release);
-            backends.values().forEach(NixlBackend::close);
-            agent.close();
-            for (InFlight work : abandoned) {
-                work.future()
-                        .completeExceptionally(new TransferException(
-                                "NIXL " + work.description() + " was abandoned: the engine closed"));
-            }
-            LOG.info("NIXL agent {} closed", agent.name());
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 }

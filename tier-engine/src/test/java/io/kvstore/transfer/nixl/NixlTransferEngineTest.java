@@ -21,6 +21,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
@@ -165,6 +167,109 @@ class NixlTransferEngineTest {
                         .as("CRC32C of the destination in the second after the timed-out read returned")
                         .containsOnly(atReturn);
             }
+        }
+    }
+
+    /**
+     * A post that the engine's close overtakes between the check that the engine is open and the queueing
+     * of its request in flight neither throws nor hands the request back early: its future fails with the
+     * close, and close has waited for it.
+     */
+    @Test
+    void postOvertakenByCloseFailsItsFutureInsteadOfThrowing() throws Exception {
+        Set<String> backends = ucxBackends();
+        long bytes = 128L << 20;
+        try (Arena arena = Arena.ofShared();
+                NixlTransferEngine store =
+                        new NixlTransferEngine("kvstore-overtaken-store", backends, Duration.ofSeconds(30))) {
+            NixlTransferEngine engine = new NixlTransferEngine("kvstore-overtaken", backends, Duration.ofSeconds(30));
+            MemorySegment pool = arena.allocate(bytes, 4096);
+            MemorySegment destination = arena.allocate(bytes, 4096);
+            try (LocalRegion poolRegion = store.register(pool, MemoryKind.DRAM)) {
+                LocalRegion destinationRegion = engine.register(destination, MemoryKind.DRAM);
+                Peer peer = engine.connect("store", store.localAddress());
+                CountDownLatch posted = new CountDownLatch(1);
+                CountDownLatch resume = new CountDownLatch(1);
+                engine.beforeQueued = () -> {
+                    posted.countDown();
+                    awaitQuietly(resume);
+                };
+                CompletableFuture<CompletableFuture<TransferResult>> read =
+                        CompletableFuture.supplyAsync(() -> engine.post(
+                                TransferOp.READ,
+                                destinationRegion,
+                                peer,
+                                poolRegion.describe(),
+                                List.of(new TransferSpan(0, 0, bytes))));
+                assertThat(posted.await(30, TimeUnit.SECONDS))
+                        .as("the read was in progress after its post")
+                        .isTrue();
+                Thread closing = Thread.ofPlatform().start(engine::close);
+                closing.join(Duration.ofSeconds(1)); // a close that does not wait for the post is done by now
+                resume.countDown();
+                closing.join(Duration.ofSeconds(30));
+                assertThat(closing.isAlive()).as("close returned").isFalse();
+                assertThatThrownBy(() -> read.get(30, TimeUnit.SECONDS).get(30, TimeUnit.SECONDS))
+                        .hasRootCauseInstanceOf(io.kvstore.transfer.TransferException.class)
+                        .hasMessageContaining("was abandoned: the engine closed");
+            }
+        }
+    }
+
+    /**
+     * A completion callback that holds the engine's progress thread longer than close used to wait for it
+     * does not leave the requests behind it unanswered: once close returns, every post's future is done.
+     */
+    @Test
+    void closeWaitsForASlowCallbackAndFailsWhatIsStillQueued() throws Exception {
+        Set<String> backends = ucxBackends();
+        long bytes = 128L << 20;
+        try (Arena arena = Arena.ofShared();
+                NixlTransferEngine store =
+                        new NixlTransferEngine("kvstore-patient-store", backends, Duration.ofSeconds(30))) {
+            NixlTransferEngine engine =
+                    new NixlTransferEngine("kvstore-slow-callback", backends, Duration.ofSeconds(30));
+            MemorySegment pool = arena.allocate(bytes, 4096);
+            MemorySegment first = arena.allocate(bytes, 4096);
+            MemorySegment second = arena.allocate(bytes, 4096);
+            try (LocalRegion poolRegion = store.register(pool, MemoryKind.DRAM)) {
+                LocalRegion firstRegion = engine.register(first, MemoryKind.DRAM);
+                LocalRegion secondRegion = engine.register(second, MemoryKind.DRAM);
+                Peer peer = engine.connect("store", store.localAddress());
+                List<TransferSpan> all = List.of(new TransferSpan(0, 0, bytes));
+                CountDownLatch inCallback = new CountDownLatch(1);
+                CompletableFuture<String> callbackThread = new CompletableFuture<>();
+                engine.post(TransferOp.READ, firstRegion, peer, poolRegion.describe(), all)
+                        .whenComplete((result, error) -> {
+                            callbackThread.complete(Thread.currentThread().getName());
+                            inCallback.countDown();
+                            sleepQuietly(Duration.ofSeconds(6)); // longer than close's former 5 s wait
+                        });
+                assertThat(inCallback.await(30, TimeUnit.SECONDS)).isTrue();
+                assertThat(callbackThread.get()).startsWith("kvstore-nixl-progress-");
+                var queued = engine.post(TransferOp.READ, secondRegion, peer, poolRegion.describe(), all);
+                assertThat(queued).as("a read queued behind the slow callback").isNotDone();
+                engine.close();
+                assertThat(queued)
+                        .as("the future of a read posted before close returned")
+                        .isDone();
+            }
+        }
+    }
+
+    private static void awaitQuietly(CountDownLatch latch) {
+        try {
+            latch.await();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    private static void sleepQuietly(Duration duration) {
+        try {
+            Thread.sleep(duration);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 }
