@@ -3,34 +3,14 @@ package io.kvstore.service.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import jakarta.validation.Validation;
-import jakarta.validation.ValidatorFactory;
+import io.kvstore.service.config.StartupBinding;
 import java.util.HashMap;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.boot.context.properties.bind.Bindable;
-import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.bind.validation.BindValidationException;
-import org.springframework.boot.context.properties.bind.validation.ValidationBindHandler;
-import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
-import org.springframework.validation.beanvalidation.SpringValidatorAdapter;
 
 /** {@code kvstore.cluster.*} binds as the service binds it at start-up. */
 class ClusterPropertiesTest {
-
-    private static ValidatorFactory validators;
-
-    @BeforeAll
-    static void validators() {
-        validators = Validation.buildDefaultValidatorFactory();
-    }
-
-    @AfterAll
-    static void close() {
-        validators.close();
-    }
 
     /** A complete cluster configuration with {@code nodeName}. */
     private static ClusterProperties bind(String nodeName) {
@@ -39,11 +19,7 @@ class ClusterPropertiesTest {
                 "kvstore.cluster.endpoints[0]", "http://127.0.0.1:2379",
                 "kvstore.cluster.advertised-address", "http://10.0.0.5:8080",
                 "kvstore.cluster.node-name", nodeName));
-        return new Binder(new MapConfigurationPropertySource(properties))
-                .bindOrCreate(
-                        "kvstore.cluster",
-                        Bindable.of(ClusterProperties.class),
-                        new ValidationBindHandler(new SpringValidatorAdapter(validators.getValidator())));
+        return StartupBinding.bind("kvstore.cluster", ClusterProperties.class, properties);
     }
 
     @Test

@@ -3,41 +3,16 @@ package io.kvstore.service.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import jakarta.validation.Validation;
-import jakarta.validation.ValidatorFactory;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.context.properties.bind.BindException;
-import org.springframework.boot.context.properties.bind.Bindable;
-import org.springframework.boot.context.properties.bind.Binder;
 import org.springframework.boot.context.properties.bind.validation.BindValidationException;
-import org.springframework.boot.context.properties.bind.validation.ValidationBindHandler;
-import org.springframework.boot.context.properties.source.MapConfigurationPropertySource;
-import org.springframework.validation.beanvalidation.SpringValidatorAdapter;
 
 /** {@code kvstore.*} binds as the service binds it at start-up, with each entry of a list or map checked. */
 class KvStorePropertiesTest {
 
-    private static ValidatorFactory validators;
-
-    @BeforeAll
-    static void validators() {
-        validators = Validation.buildDefaultValidatorFactory();
-    }
-
-    @AfterAll
-    static void close() {
-        validators.close();
-    }
-
     private static KvStoreProperties bind(Map<String, String> properties) {
-        return new Binder(new MapConfigurationPropertySource(properties))
-                .bindOrCreate(
-                        "kvstore",
-                        Bindable.of(KvStoreProperties.class),
-                        new ValidationBindHandler(new SpringValidatorAdapter(validators.getValidator())));
+        return StartupBinding.bind("kvstore", KvStoreProperties.class, properties);
     }
 
     @Test
