@@ -271,6 +271,14 @@ final class Residency {
     }
 
     private void drop(CatalogEntry entry, TierId tierId) {
+        // A tier may have let go of the bad copy itself (NVMe drops one that fails its checksum or cannot be read):
+        // then it holds no slot of it to free, and a copy of the key it holds once the bit is cleared is a new one,
+        // which the freeing after the readers must not delete. While the bit is still set nothing writes the key
+        // there, so the policy forgets the old copy now, before a new one can be recorded.
+        boolean tierHolds = stack.get(tierId).contains(entry.key());
+        if (!tierHolds) {
+            stack.policy(tierId).onRemove(entry.key());
+        }
         boolean dropped;
         synchronized (entry) { // ordered with the change, as in #publish
             dropped = entry.dropTier(tierId);
@@ -283,8 +291,10 @@ final class Residency {
             return;
         }
         entry.whenNoReaders(() -> {
-            stack.policy(tierId).onRemove(entry.key());
-            stack.get(tierId).delete(entry.key());
+            if (tierHolds) {
+                stack.policy(tierId).onRemove(entry.key());
+                stack.get(tierId).delete(entry.key());
+            }
             catalog.removeIfDead(entry);
         });
     }
