@@ -68,7 +68,7 @@ class NotFound(ProblemError):
 
 
 class Conflict(ProblemError):
-    """409: a different declaration exists, or the blocks are pinned or leased."""
+    """409: a different declaration exists, the blocks are pinned or leased, or the namespace is being deleted."""
 
 
 class PayloadTooLarge(ProblemError):

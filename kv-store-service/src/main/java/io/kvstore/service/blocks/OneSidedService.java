@@ -199,19 +199,23 @@ public class OneSidedService {
         // here, the reservation stays open: a delete that refused this commit is itself refused while it is)
         NamespaceRegistry.Write write = beginWrite(ns, spec);
         try (write) {
-            if (held.expiresAt().isBefore(Instant.now())) {
-                // past its expiry a delete of the namespace no longer waits for it (ReservationLedger#openIn): its
-                // blocks could land in a declaration of the name made since. Refused; its writer is done with the
-                // slots, so they go back now rather than at the engine's next sweep
-                engine.cancel(request.reservationId());
-                throw new NotFoundException("reservation " + request.reservationId() + " expired at " + held.expiresAt()
-                        + ", before its commit; reserve again");
+            // the ledger forgets the reservation before the write ends: a delete that waited for this commit then
+            // finds it done, not open (the resources close before a finally runs)
+            try {
+                if (held.expiresAt().isBefore(Instant.now())) {
+                    // past its expiry a delete of the namespace no longer waits for it (ReservationLedger#openIn):
+                    // its blocks could land in a declaration of the name made since. Refused; its writer is done
+                    // with the slots, so they go back now rather than at the engine's next sweep
+                    engine.cancel(request.reservationId());
+                    throw new NotFoundException("reservation " + request.reservationId() + " expired at "
+                            + held.expiresAt() + ", before its commit; reserve again");
+                }
+                report = engine.commit(request.reservationId(), crcs);
+            } finally {
+                ledger.done(request.reservationId());
             }
-            report = engine.commit(request.reservationId(), crcs);
         } catch (UnknownReservationException e) {
             throw new NotFoundException(e.getMessage());
-        } finally {
-            ledger.done(request.reservationId());
         }
         if (!report.committed().isEmpty()) {
             // bytes the engine wrote itself, counted when they become blocks
