@@ -428,10 +428,18 @@ public class BlockService {
      * in progress after {@code kvstore.limits.frame-timeout}.
      */
     public int deleteNamespace(String namespace) {
+        return deleteNamespace(namespace, limits.frameTimeout());
+    }
+
+    /**
+     * As {@link #deleteNamespace(String)}, waiting at most {@code writesWait} for the writes under way (409 after):
+     * for a caller that must not be held a frame timeout, such as the cluster settings on the membership's thread.
+     */
+    public int deleteNamespace(String namespace, Duration writesWait) {
         namespaces.require(namespace);
         // no store, reservation or commit begins from here on, and those under way end first (a store's block
         // filling its slot from the socket may take up to the frame timeout): their blocks go with the namespace
-        try (NamespaceRegistry.Deletion deletion = namespaces.beginDelete(namespace, limits.frameTimeout())) {
+        try (NamespaceRegistry.Deletion deletion = namespaces.beginDelete(namespace, writesWait)) {
             if (reservations.openIn(namespace)) {
                 // a commit after the delete would land under a name that may by then be declared anew
                 throw new ConflictException("namespace '" + namespace + "' has open reservations; commit or cancel "

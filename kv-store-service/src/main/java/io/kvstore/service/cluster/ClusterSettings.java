@@ -8,6 +8,7 @@ import io.kvstore.service.blocks.BlockService;
 import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import java.time.Duration;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -33,6 +34,12 @@ public final class ClusterSettings implements AutoCloseable {
     private static final String NAMESPACES = "namespaces/";
     private static final String POLICY = "eviction-policy/";
     private static final String PINS = "pins/";
+    /**
+     * How long a namespace delete applied from etcd waits for the stores into it under way: settings are applied on
+     * the etcd watch and the membership renewal's thread, which a frame timeout (15 s) would hold past the member
+     * lease's TTL; a delete refused for a store still running is tried again at the next change or renewal.
+     */
+    static final Duration WRITES_WAIT = Duration.ofSeconds(1);
     /** etcd 3.4 refuses a transaction of more than 128 operations by default ({@code --max-txn-ops}). */
     private static final int OPS_PER_TXN = 100;
 
@@ -231,7 +238,7 @@ public final class ClusterSettings implements AutoCloseable {
                         // layout, the old tenant's or the deleted namespace's and go with it
                         int deleted;
                         try {
-                            deleted = blocks.deleteNamespace(ns);
+                            deleted = blocks.deleteNamespace(ns, WRITES_WAIT);
                         } catch (io.kvstore.service.error.ConflictException ex) {
                             // pinned or leased here: not applied, tried again at the next change or renewal
                             if (refused.add(key)) {
@@ -321,7 +328,7 @@ public final class ClusterSettings implements AutoCloseable {
                 return false;
             }
             if (namespaces.all().containsKey(namespace)) {
-                int deleted = blocks.deleteNamespace(namespace);
+                int deleted = blocks.deleteNamespace(namespace, WRITES_WAIT);
                 log.info(
                         "cluster: namespace '{}' deleted ({} blocks): withdrawn from the cluster settings",
                         namespace,
