@@ -625,8 +625,18 @@ final class Mover implements AutoCloseable {
             };
             if (droppedCorrupt) {
                 // readers that began after our claim may still be on the slot; as Residency#drop, free it
-                // (and let the entry leave the catalog) only after them, without waiting for them here
-                entry.whenNoReaders(free);
+                // (and let the entry leave the catalog) only after them, without waiting for them here. Counted
+                // as being freed until then, so a store into the full tier waits for the slot (makeRoom)
+                AtomicInteger freeing = freeing(from);
+                freeing.incrementAndGet();
+                entry.whenNoReaders(() -> {
+                    try {
+                        free.run();
+                    } finally {
+                        freeing.decrementAndGet();
+                        Objects.requireNonNull(movesEnded.get(from)).incrementAndGet();
+                    }
+                });
             } else {
                 free.run();
             }

@@ -120,6 +120,98 @@ class CorruptDemotionRaceTest {
     }
 
     @Test
+    void aStoreIntoTheFullTierWaitsForTheSlotOfACorruptCopyDroppedWhileBeingRead() throws Exception {
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        List<BlockTier> tiers = List.of(dram, RaceFixtures.nvme(dir));
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = RaceFixtures.demotingEngine(tiers, EngineEvents.NONE)) {
+            // DRAM full, every block but the victim pinned: the victim's slot is the only one that can free
+            BlockKey victim = TestBlocks.key("ns", 1);
+            engine.put(victim, null, TestBlocks.bytes(arena, 1, BLOCK));
+            List<BlockKey> pinned = new java.util.ArrayList<>();
+            for (long id = 2; id <= 8; id++) {
+                BlockKey key = TestBlocks.key("ns", id);
+                engine.put(key, null, TestBlocks.bytes(arena, id, BLOCK));
+                pinned.add(key);
+            }
+            assertThat(engine.pin(pinned)).isEqualTo(7);
+            assertThat(dram.blockCount()).isEqualTo(8);
+            // the demoter claims the victim, then stops while it looks for the next one
+            CatalogEntry next = RaceFixtures.catalogOf(engine).get(TestBlocks.key("ns", 2));
+            CountDownLatch nextHeld = new CountDownLatch(1);
+            CountDownLatch releaseNext = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> {
+                synchronized (next) {
+                    nextHeld.countDown();
+                    try {
+                        releaseNext.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            assertThat(nextHeld.await(10, TimeUnit.SECONDS)).isTrue();
+            Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
+            RaceFixtures.awaitStopped(demoter, Set.of(Thread.State.BLOCKED));
+
+            // a client reads the victim; while it sends the bytes, a late write lands on the slot
+            CountDownLatch reading = new CountDownLatch(1);
+            CountDownLatch finishRead = new CountDownLatch(1);
+            CompletableFuture<Void> read = CompletableFuture.runAsync(
+                    () -> {
+                        try {
+                            engine.read(victim, (tier, record, bytes) -> {
+                                MemorySegment slot = dram.slot(dram.offsetOf(victim), BLOCK);
+                                slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
+                                reading.countDown();
+                                try {
+                                    finishRead.await(30, TimeUnit.SECONDS);
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                return null;
+                            });
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    OWN_THREAD);
+            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+            releaseNext.countDown();
+            holder.join();
+            // the demoter finds the copy corrupt, drops it and ends; the slot stays taken until the reader leaves
+            demoter.join(10_000);
+            assertThat(demoter.isAlive()).isFalse();
+            assertThat(engine.info(victim).tiers()).isEmpty();
+            assertThat(dram.blockCount()).isEqualTo(8);
+
+            // meanwhile a client stores a new block: DRAM is full, but a slot is on its way, so the store waits
+            BlockKey fresh = TestBlocks.key("ns", 9);
+            MemorySegment freshBytes = TestBlocks.bytes(arena, 9, BLOCK);
+            CompletableFuture<TierId> put = new CompletableFuture<>();
+            OWN_THREAD.execute(() -> {
+                try {
+                    put.complete(engine.put(fresh, null, freshBytes));
+                } catch (Throwable e) {
+                    put.completeExceptionally(e);
+                }
+            });
+            Thread.sleep(300);
+            assertThat(put)
+                    .as("the store while the dropped copy's slot waits for its reader")
+                    .isNotDone();
+            finishRead.countDown();
+            read.get(10, TimeUnit.SECONDS);
+
+            // the reader left, the slot is freed: the store lands in DRAM and reads back whole
+            assertThat(put.get(5, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+            MemorySegment out = arena.allocate(BLOCK);
+            engine.get(fresh, out);
+            assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
+        }
+    }
+
+    @Test
     void aCopyDroppedCorruptByAReaderDuringItsDemotionIsRemovedOnce() throws Exception {
         MemoryTier hbm = new MemoryTier(TierId.HBM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
         MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
