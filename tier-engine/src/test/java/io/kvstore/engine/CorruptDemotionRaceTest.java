@@ -48,49 +48,12 @@ class CorruptDemotionRaceTest {
                 engine.put(TestBlocks.key("ns", id), null, TestBlocks.bytes(arena, id, BLOCK));
             }
             // the demoter claims its first victim, then stops while it looks for the next one
-            CatalogEntry next = RaceFixtures.catalogOf(engine).get(TestBlocks.key("ns", 2));
-            CountDownLatch nextHeld = new CountDownLatch(1);
-            CountDownLatch releaseNext = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> {
-                synchronized (next) {
-                    nextHeld.countDown();
-                    try {
-                        releaseNext.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-            });
-            assertThat(nextHeld.await(10, TimeUnit.SECONDS)).isTrue();
-            Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
-            RaceFixtures.awaitStopped(demoter, Set.of(Thread.State.BLOCKED));
+            StoppedDemoter demoter = StoppedDemoter.start(engine, TestBlocks.key("ns", 2));
 
             // a client reads the victim; while it sends the bytes, a late write lands on the slot
-            CountDownLatch reading = new CountDownLatch(1);
             CountDownLatch finishRead = new CountDownLatch(1);
-            CompletableFuture<Void> read = CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            engine.read(victim, (tier, record, bytes) -> {
-                                long offset = dram.offsetOf(victim);
-                                MemorySegment slot = dram.slot(offset, BLOCK);
-                                slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
-                                reading.countDown();
-                                try {
-                                    finishRead.await(30, TimeUnit.SECONDS);
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                                return null;
-                            });
-                        } catch (Exception e) {
-                            throw new RuntimeException(e);
-                        }
-                    },
-                    OWN_THREAD);
-            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
-            releaseNext.countDown();
-            holder.join();
+            CompletableFuture<Void> read = corruptingRead(engine, dram, victim, finishRead);
+            demoter.goOn();
             // the demoter finds the copy corrupt and drops it
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (engine.info(victim) != null && engine.info(victim).tiers().contains(TierId.DRAM)) {
@@ -100,7 +63,7 @@ class CorruptDemotionRaceTest {
             Thread.sleep(50);
             finishRead.countDown();
             read.get(10, TimeUnit.SECONDS);
-            demoter.join(10_000);
+            demoter.thread().join(10_000);
 
             // the client stores the block again: it must be accepted, and read back whole
             CompletableFuture<TierId> put = CompletableFuture.supplyAsync(
@@ -137,51 +100,15 @@ class CorruptDemotionRaceTest {
             assertThat(engine.pin(pinned)).isEqualTo(7);
             assertThat(dram.blockCount()).isEqualTo(8);
             // the demoter claims the victim, then stops while it looks for the next one
-            CatalogEntry next = RaceFixtures.catalogOf(engine).get(TestBlocks.key("ns", 2));
-            CountDownLatch nextHeld = new CountDownLatch(1);
-            CountDownLatch releaseNext = new CountDownLatch(1);
-            Thread holder = Thread.ofPlatform().start(() -> {
-                synchronized (next) {
-                    nextHeld.countDown();
-                    try {
-                        releaseNext.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                }
-            });
-            assertThat(nextHeld.await(10, TimeUnit.SECONDS)).isTrue();
-            Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
-            RaceFixtures.awaitStopped(demoter, Set.of(Thread.State.BLOCKED));
+            StoppedDemoter demoter = StoppedDemoter.start(engine, TestBlocks.key("ns", 2));
 
             // a client reads the victim; while it sends the bytes, a late write lands on the slot
-            CountDownLatch reading = new CountDownLatch(1);
             CountDownLatch finishRead = new CountDownLatch(1);
-            CompletableFuture<Void> read = CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            engine.read(victim, (tier, record, bytes) -> {
-                                MemorySegment slot = dram.slot(dram.offsetOf(victim), BLOCK);
-                                slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
-                                reading.countDown();
-                                try {
-                                    finishRead.await(30, TimeUnit.SECONDS);
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                                return null;
-                            });
-                        } catch (Exception e) {
-                            throw new RuntimeException(e);
-                        }
-                    },
-                    OWN_THREAD);
-            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
-            releaseNext.countDown();
-            holder.join();
+            CompletableFuture<Void> read = corruptingRead(engine, dram, victim, finishRead);
+            demoter.goOn();
             // the demoter finds the copy corrupt, drops it and ends; the slot stays taken until the reader leaves
-            demoter.join(10_000);
-            assertThat(demoter.isAlive()).isFalse();
+            demoter.thread().join(10_000);
+            assertThat(demoter.thread().isAlive()).isFalse();
             assertThat(engine.info(victim).tiers()).isEmpty();
             assertThat(dram.blockCount()).isEqualTo(8);
 
@@ -295,5 +222,65 @@ class CorruptDemotionRaceTest {
             assertThat(out.mismatch(victimBytes)).isEqualTo(-1);
             assertThat(removals).containsExactly("DRAM " + victim);
         }
+    }
+
+    /** A demoter that claimed its first victim and stopped on the monitor of the next block it looks at. */
+    private record StoppedDemoter(Thread thread, Thread holder, CountDownLatch release) {
+
+        static StoppedDemoter start(TierEngine engine, BlockKey nextKey) throws Exception {
+            CatalogEntry next = RaceFixtures.catalogOf(engine).get(nextKey);
+            CountDownLatch held = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            Thread holder = Thread.ofPlatform().start(() -> {
+                synchronized (next) {
+                    held.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            });
+            assertThat(held.await(10, TimeUnit.SECONDS)).isTrue();
+            Thread demoter = Thread.ofPlatform().start(() -> engine.demoteToLowWatermark(TierId.DRAM));
+            RaceFixtures.awaitStopped(demoter, Set.of(Thread.State.BLOCKED));
+            return new StoppedDemoter(demoter, holder, release);
+        }
+
+        /** Lets the demoter go on to read (and find corrupt) the victim it claimed. */
+        void goOn() throws InterruptedException {
+            release.countDown();
+            holder.join();
+        }
+    }
+
+    /**
+     * A client reading {@code victim} from {@code dram}: while it sends the bytes, a late write lands on the slot;
+     * it reads on until {@code finish}. Returns once the read is under way.
+     */
+    private static CompletableFuture<Void> corruptingRead(
+            TierEngine engine, MemoryTier dram, BlockKey victim, CountDownLatch finish) throws InterruptedException {
+        CountDownLatch reading = new CountDownLatch(1);
+        CompletableFuture<Void> read = CompletableFuture.runAsync(
+                () -> {
+                    try {
+                        engine.read(victim, (tier, record, bytes) -> {
+                            MemorySegment slot = dram.slot(dram.offsetOf(victim), BLOCK);
+                            slot.set(ValueLayout.JAVA_BYTE, 100, (byte) (slot.get(ValueLayout.JAVA_BYTE, 100) ^ 1));
+                            reading.countDown();
+                            try {
+                                finish.await(30, TimeUnit.SECONDS);
+                            } catch (InterruptedException e) {
+                                Thread.currentThread().interrupt();
+                            }
+                            return null;
+                        });
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                },
+                OWN_THREAD);
+        assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+        return read;
     }
 }
