@@ -3,14 +3,11 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
-import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
-import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Clock;
@@ -169,14 +166,13 @@ class RoomWaitTest {
     }
 
     /** A tier whose delete of one key stops until the test opens the gate. */
-    private static final class DeleteGate implements BlockTier {
-        private final MemoryTier tier;
+    private static final class DeleteGate extends ForwardingTier {
         private final BlockKey gated;
         final CountDownLatch reached = new CountDownLatch(1);
         final CountDownLatch open = new CountDownLatch(1);
 
         DeleteGate(MemoryTier tier, BlockKey gated) {
-            this.tier = tier;
+            super(tier);
             this.gated = gated;
         }
 
@@ -191,56 +187,6 @@ class RoomWaitTest {
                 }
             }
             return tier.delete(key);
-        }
-
-        @Override
-        public TierId id() {
-            return tier.id();
-        }
-
-        @Override
-        public String provider() {
-            return tier.provider();
-        }
-
-        @Override
-        public long capacityBytes() {
-            return tier.capacityBytes();
-        }
-
-        @Override
-        public long usedBytes() {
-            return tier.usedBytes();
-        }
-
-        @Override
-        public int blockCount() {
-            return tier.blockCount();
-        }
-
-        @Override
-        public void write(BlockRecord record, MemorySegment src) throws IOException {
-            tier.write(record, src);
-        }
-
-        @Override
-        public BlockRecord read(BlockKey key, MemorySegment dst) throws IOException {
-            return tier.read(key, dst);
-        }
-
-        @Override
-        public @Nullable MemorySegment verifiedView(BlockKey key) throws IOException {
-            return tier.verifiedView(key);
-        }
-
-        @Override
-        public boolean contains(BlockKey key) {
-            return tier.contains(key);
-        }
-
-        @Override
-        public void close() {
-            tier.close();
         }
     }
 }

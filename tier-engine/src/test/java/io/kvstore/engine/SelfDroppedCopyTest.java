@@ -6,7 +6,6 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -139,13 +138,12 @@ class SelfDroppedCopyTest {
     }
 
     /** The NVMe tier, whose reads on one chosen thread wait until the test lets them go on. */
-    private static final class PausingTier implements BlockTier {
-        private final NvmeTier tier;
+    private static final class PausingTier extends ForwardingTier {
         private volatile @Nullable Thread paused;
         private volatile CountDownLatch goOn = new CountDownLatch(0);
 
         PausingTier(NvmeTier tier) {
-            this.tier = tier;
+            super(tier);
         }
 
         void pause(Thread thread, CountDownLatch until) {
@@ -163,66 +161,6 @@ class SelfDroppedCopyTest {
                 }
             }
             return tier.read(key, dst);
-        }
-
-        @Override
-        public TierId id() {
-            return tier.id();
-        }
-
-        @Override
-        public String provider() {
-            return tier.provider();
-        }
-
-        @Override
-        public long capacityBytes() {
-            return tier.capacityBytes();
-        }
-
-        @Override
-        public long usableBytes() {
-            return tier.usableBytes();
-        }
-
-        @Override
-        public long usedBytes() {
-            return tier.usedBytes();
-        }
-
-        @Override
-        public int blockCount() {
-            return tier.blockCount();
-        }
-
-        @Override
-        public void write(BlockRecord record, MemorySegment src) throws IOException {
-            tier.write(record, src);
-        }
-
-        @Override
-        public @Nullable MemorySegment verifiedView(BlockKey key) throws IOException {
-            return tier.verifiedView(key);
-        }
-
-        @Override
-        public boolean delete(BlockKey key) {
-            return tier.delete(key);
-        }
-
-        @Override
-        public boolean contains(BlockKey key) {
-            return tier.contains(key);
-        }
-
-        @Override
-        public List<BlockRecord> recovered() {
-            return tier.recovered();
-        }
-
-        @Override
-        public void close() {
-            tier.close();
         }
     }
 }
