@@ -397,18 +397,28 @@ class ControlSocketTest {
             }
         } // the client closed every connection: its process writes no more
 
-        try (Connection other = named(token, "client-leaver-next")) {
+        assertThat(nextGrantOf(token, "client-leaver-next", "l-left", hash, dropped)
+                        .writerChecksums())
+                .as("the only writer that left the slot is gone: no CRC32Cs asked for it")
+                .isFalse();
+    }
+
+    /**
+     * The grant of {@code dropped}'s slot to another client ({@code clientId}), reserved again every 100 ms for up to
+     * 10 s until it asks for no CRC32Cs (the writer that left the slot is seen gone), or the last one; each cancelled.
+     */
+    private Granted nextGrantOf(String token, String clientId, String ns, BlockHash hash, Granted dropped)
+            throws Exception {
+        try (Connection other = named(token, clientId)) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             Granted next;
             do {
                 Thread.sleep(100);
-                next = granted(other.call(reserve("l-left", hash, -1)));
+                next = granted(other.call(reserve(ns, hash, -1)));
                 cancel(other, next);
                 assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
             } while (next.writerChecksums() && System.nanoTime() < deadline);
-            assertThat(next.writerChecksums())
-                    .as("the only writer that left the slot is gone: no CRC32Cs asked for it")
-                    .isFalse();
+            return next;
         }
     }
 
@@ -429,19 +439,10 @@ class ControlSocketTest {
             assertThat(awaitReservedBy("stumbling-leaver", 0)).isZero();
         } // then the client closed its last connection itself: its process writes no more
 
-        try (Connection other = named(token, "client-stumbling-leaver-next")) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            Granted next;
-            do {
-                Thread.sleep(100);
-                next = granted(other.call(reserve("sl-left", hash, -1)));
-                cancel(other, next);
-                assertThat(next.offset()).as("the freed slot is reused first").isEqualTo(dropped.offset());
-            } while (next.writerChecksums() && System.nanoTime() < deadline);
-            assertThat(next.writerChecksums())
-                    .as("the client that left the slot closed every connection left open: no CRC32Cs asked for it")
-                    .isFalse();
-        }
+        assertThat(nextGrantOf(token, "client-stumbling-leaver-next", "sl-left", hash, dropped)
+                        .writerChecksums())
+                .as("the client that left the slot closed every connection left open: no CRC32Cs asked for it")
+                .isFalse();
     }
 
     /** Stores {@code hash} (as a first block) over a connection without a client id. */
