@@ -72,15 +72,10 @@ final class Mover implements AutoCloseable {
     private final EngineEvents events;
     private final EnumMap<TierId, AtomicBoolean> demotionQueued = new EnumMap<>(TierId.class);
     /**
-     * Per tier, moves between clearing a block's residency and freeing its slot: a write waiting for room
-     * must keep waiting through that window, when the block no longer looks held but its slot is not free yet.
+     * Slots whose block no longer looks held but which are not free yet (a move's, a deferred free's, also those
+     * of {@link Residency}): a write waiting for room must keep waiting through that window.
      */
-    private final EnumMap<TierId, AtomicInteger> slotsBeingFreed = new EnumMap<>(TierId.class);
-    /**
-     * Moves out of each tier ended since start: a writer that found nothing to evict and nothing held briefly
-     * tries again when a move out of its tier ended meanwhile (it may have freed the room between the two looks).
-     */
-    private final EnumMap<TierId, java.util.concurrent.atomic.AtomicLong> movesEnded = new EnumMap<>(TierId.class);
+    private final SlotsBeingFreed slotsBeingFreed;
     /** Per tier, why copies out of it fail (the first failure's reason), or null while they work. */
     private final EnumMap<TierId, AtomicReference<@Nullable String>> demotionFailing = new EnumMap<>(TierId.class);
 
@@ -90,16 +85,15 @@ final class Mover implements AutoCloseable {
             Thread.ofPlatform().name("kvstore-mover").daemon().factory());
     private final AtomicInteger pendingMoves = new AtomicInteger();
 
-    Mover(TierStack stack, Catalog catalog, Residency residency, EngineEvents events) {
+    Mover(TierStack stack, Catalog catalog, Residency residency, SlotsBeingFreed slotsBeingFreed, EngineEvents events) {
         this.stack = stack;
         this.catalog = catalog;
         this.residency = residency;
+        this.slotsBeingFreed = slotsBeingFreed;
         this.events = events;
         for (TierId id : stack.ids()) {
             demotionQueued.put(id, new AtomicBoolean());
             demotionFailing.put(id, new AtomicReference<>());
-            slotsBeingFreed.put(id, new AtomicInteger());
-            movesEnded.put(id, new java.util.concurrent.atomic.AtomicLong());
         }
     }
 
@@ -174,18 +168,20 @@ final class Mover implements AutoCloseable {
      */
     void makeRoom(TierId id, int length, TierFullException full, long startNanos, int attempt)
             throws TierFullException {
-        var ended = Objects.requireNonNull(movesEnded.get(id), "every configured tier has a counter");
-        long endedBefore = ended.get();
+        long endedBefore = slotsBeingFreed.ended(id);
         if (evictOne(id, length, PREFERRED_LOOKAHEAD << Math.min(attempt, 24))) {
             return;
         }
-        // a look, not a victim search: the block found is not evicted, so the policy must not take it for a victim
-        boolean transientHold = freeing(id).get() > 0
+        // a look, not a victim search: the block found is not evicted, so the policy must not take it for a victim.
+        // The count is asked again after it: a bit cleared once the look passed its block was counted before (under
+        // the entry's monitor, which the look takes too), and is still counted or has ended by then
+        boolean transientHold = slotsBeingFreed.any(id)
                 || stack.policy(id).anyInOrder(k -> {
                     CatalogEntry e = catalog.get(k);
                     return e != null && e.heldBrieflyIn(id);
-                });
-        boolean movedMeanwhile = ended.get() != endedBefore;
+                })
+                || slotsBeingFreed.any(id);
+        boolean movedMeanwhile = slotsBeingFreed.ended(id) != endedBefore;
         if ((!transientHold && !movedMeanwhile) || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
         }
@@ -552,12 +548,16 @@ final class Mover implements AutoCloseable {
         }
     }
 
-    /** Clears the tier bit of a copy found corrupt by the move that claimed it. */
+    /**
+     * Clears the tier bit of a copy found corrupt by the move that claimed it; its slot counts as being freed
+     * from then until {@link #finishMove} has freed it (after the block's readers).
+     */
     private boolean dropCorruptWhileMoving(CatalogEntry entry, TierId id) {
         boolean dropped;
         synchronized (entry) { // the event is ordered with the change: see Residency#publish
             dropped = entry.dropTier(id);
             if (dropped) {
+                slotsBeingFreed.begin(id); // under the monitor, as the bit: see makeRoom
                 events.copyRemoved(id, entry.key(), entry.length());
             }
         }
@@ -574,18 +574,12 @@ final class Mover implements AutoCloseable {
      */
     private boolean finishMove(
             CatalogEntry entry, TierId from, @Nullable TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
-        AtomicInteger freeing = freeing(from);
-        freeing.incrementAndGet();
+        slotsBeingFreed.begin(from);
         try {
             return finishMoveCounted(entry, from, copiedTo, newCopy, droppedCorrupt);
         } finally {
-            freeing.decrementAndGet();
-            Objects.requireNonNull(movesEnded.get(from)).incrementAndGet();
+            slotsBeingFreed.end(from);
         }
-    }
-
-    private AtomicInteger freeing(TierId id) {
-        return Objects.requireNonNull(slotsBeingFreed.get(id), "every configured tier has a counter");
     }
 
     private boolean finishMoveCounted(
@@ -626,17 +620,8 @@ final class Mover implements AutoCloseable {
             if (droppedCorrupt) {
                 // readers that began after our claim may still be on the slot; as Residency#drop, free it
                 // (and let the entry leave the catalog) only after them, without waiting for them here. Counted
-                // as being freed until then, so a store into the full tier waits for the slot (makeRoom)
-                AtomicInteger freeing = freeing(from);
-                freeing.incrementAndGet();
-                entry.whenNoReaders(() -> {
-                    try {
-                        free.run();
-                    } finally {
-                        freeing.decrementAndGet();
-                        Objects.requireNonNull(movesEnded.get(from)).incrementAndGet();
-                    }
-                });
+                // as being freed since dropCorruptWhileMoving, so a store into the full tier waits for the slot
+                slotsBeingFreed.endWhenNoReaders(entry, List.of(from), free);
             } else {
                 free.run();
             }

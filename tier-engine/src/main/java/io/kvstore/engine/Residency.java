@@ -38,11 +38,13 @@ final class Residency {
 
     private final TierStack stack;
     private final Catalog catalog;
+    private final SlotsBeingFreed slotsBeingFreed;
     private final EngineEvents events;
 
-    Residency(TierStack stack, Catalog catalog, EngineEvents events) {
+    Residency(TierStack stack, Catalog catalog, SlotsBeingFreed slotsBeingFreed, EngineEvents events) {
         this.stack = stack;
         this.catalog = catalog;
+        this.slotsBeingFreed = slotsBeingFreed;
         this.events = events;
     }
 
@@ -280,9 +282,13 @@ final class Residency {
             stack.policy(tierId).onRemove(entry.key());
         }
         boolean dropped;
+        // A slot the tier still holds counts as being freed from the bit's clearing (under the monitor, as every
+        // look at the bit) until it is free, so a store into the full tier waits for it (Mover#makeRoom)
+        List<TierId> freeing = tierHolds ? List.of(tierId) : List.of();
         synchronized (entry) { // ordered with the change, as in #publish
             dropped = entry.dropTier(tierId);
             if (dropped) {
+                freeing.forEach(slotsBeingFreed::begin);
                 events.copyRemoved(tierId, entry.key(), entry.length());
             }
         }
@@ -290,7 +296,7 @@ final class Residency {
             catalog.removeIfDead(entry);
             return;
         }
-        entry.whenNoReaders(() -> {
+        slotsBeingFreed.endWhenNoReaders(entry, freeing, () -> {
             if (tierHolds) {
                 stack.policy(tierId).onRemove(entry.key());
                 stack.get(tierId).delete(entry.key());
@@ -316,10 +322,11 @@ final class Residency {
                 throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
             }
             for (TierId t : had) {
+                slotsBeingFreed.begin(t); // being freed until the last reader left, as in #drop
                 events.copyRemoved(t, key, entry.length());
             }
         }
-        entry.whenNoReaders(() -> {
+        slotsBeingFreed.endWhenNoReaders(entry, had, () -> {
             for (TierId t : had) {
                 stack.policy(t).onRemove(key);
                 stack.get(t).delete(key);

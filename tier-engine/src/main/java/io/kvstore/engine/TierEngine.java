@@ -120,8 +120,9 @@ public final class TierEngine implements AutoCloseable {
             }
             stack.routeDeviceStorage(new DeviceStoragePath(device, files, deviceFiles, readBack));
         }
-        this.residency = new Residency(stack, catalog, events);
-        this.mover = new Mover(stack, catalog, residency, events);
+        SlotsBeingFreed slotsBeingFreed = new SlotsBeingFreed(stack.ids());
+        this.residency = new Residency(stack, catalog, slotsBeingFreed, events);
+        this.mover = new Mover(stack, catalog, residency, slotsBeingFreed, events);
         this.leases = new LeaseTable(catalog, clock, defaultLeaseTimeout, stack::holdsEnded);
         this.inPlace = new InPlaceWrites(stack, catalog, residency, mover, clock, defaultLeaseTimeout);
         residency.recover();

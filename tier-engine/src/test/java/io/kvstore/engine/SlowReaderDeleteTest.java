@@ -7,6 +7,7 @@ import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
@@ -15,12 +16,14 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -34,6 +37,9 @@ import org.junit.jupiter.api.Test;
 class SlowReaderDeleteTest {
 
     private static final int BLOCK = 64 * 1024;
+    /** Each task on a thread of its own: one stuck in the engine must not hold up another (nor another test). */
+    private static final Executor OWN_THREAD =
+            task -> Thread.ofPlatform().daemon().start(task);
 
     @Test
     void aDeleteOutlastedByAReaderFreesTheSlotWhenTheReaderLeavesAndTheKeyCanBeStoredAgain() throws Exception {
@@ -82,6 +88,108 @@ class SlowReaderDeleteTest {
             engine.get(key, out);
             assertThat(out.mismatch(bytes)).isEqualTo(-1);
             assertThat(dram.blockCount()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void aStoreIntoTheFullTierWaitsForTheSlotOfABlockDeletedWhileBeingRead() throws Exception {
+        storeWaitsForTheSlotOfACopyDroppedWhileRead((engine, dram, victim) -> {
+            // the delete does not wait for the reader: the block is gone for clients, its slot is not free yet
+            assertThat(engine.delete(victim)).isTrue();
+        });
+    }
+
+    @Test
+    void aStoreIntoTheFullTierWaitsForTheSlotOfACopyAnotherReaderFoundCorrupt() throws Exception {
+        storeWaitsForTheSlotOfACopyDroppedWhileRead((engine, dram, victim) -> {
+            // a late write lands on the slot: the next reader finds the copy corrupt and drops it
+            long offset = dram.offsetOf(victim);
+            dram.region()
+                    .set(ValueLayout.JAVA_BYTE, offset, (byte) ~dram.region().get(ValueLayout.JAVA_BYTE, offset));
+            try {
+                engine.get(victim, MemorySegment.ofArray(new byte[BLOCK]));
+                throw new AssertionError("a corrupt copy, and no other, was served");
+            } catch (ChecksumMismatchException onlyCopyDropped) {
+                // no slower tier to serve it from
+            }
+        });
+    }
+
+    /** How a test drops the copy of {@code victim} while a slow client reads it. */
+    @FunctionalInterface
+    private interface Drop {
+        void drop(TierEngine engine, MemoryTier dram, BlockKey victim) throws Exception;
+    }
+
+    /**
+     * DRAM full, every block but the victim pinned, a slow client reading the victim when {@code drop} removes
+     * its copy: a store of a new block waits for the victim's slot instead of failing at once, and lands in
+     * DRAM once the reader leaves.
+     */
+    private static void storeWaitsForTheSlotOfACopyDroppedWhileRead(Drop drop) throws Exception {
+        MemoryTier dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = RaceFixtures.demotingEngine(List.of(dram), EngineEvents.NONE)) {
+            BlockKey victim = TestBlocks.key("ns", 1);
+            engine.put(victim, null, TestBlocks.bytes(arena, 1, BLOCK));
+            List<BlockKey> pinned = new ArrayList<>();
+            for (long id = 2; id <= 8; id++) {
+                BlockKey key = TestBlocks.key("ns", id);
+                engine.put(key, null, TestBlocks.bytes(arena, id, BLOCK));
+                pinned.add(key);
+            }
+            assertThat(engine.pin(pinned)).isEqualTo(7);
+            assertThat(dram.blockCount()).isEqualTo(8);
+            CountDownLatch reading = new CountDownLatch(1);
+            CountDownLatch finishRead = new CountDownLatch(1);
+            CompletableFuture<Void> read = CompletableFuture.runAsync(
+                    () -> {
+                        try {
+                            engine.read(victim, (tier, record, view) -> {
+                                reading.countDown();
+                                try {
+                                    finishRead.await(30, TimeUnit.SECONDS); // a client that stopped reading
+                                } catch (InterruptedException e) {
+                                    Thread.currentThread().interrupt();
+                                }
+                                return null;
+                            });
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    OWN_THREAD);
+            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+            drop.drop(engine, dram, victim);
+            assertThat(engine.lookup("ns", List.of(victim.hash())).blocks()).isEmpty();
+            assertThat(dram.blockCount())
+                    .as("the victim's slot waits for its reader")
+                    .isEqualTo(8);
+
+            // meanwhile a client stores a new block: DRAM is full, but a slot is on its way, so the store waits
+            BlockKey fresh = TestBlocks.key("ns", 9);
+            MemorySegment freshBytes = TestBlocks.bytes(arena, 9, BLOCK);
+            CompletableFuture<TierId> put = new CompletableFuture<>();
+            OWN_THREAD.execute(() -> {
+                try {
+                    put.complete(engine.put(fresh, null, freshBytes));
+                } catch (Throwable e) {
+                    put.completeExceptionally(e);
+                }
+            });
+            Thread.sleep(300);
+            assertThat(put)
+                    .as("the store while the dropped copy's slot waits for its reader")
+                    .isNotDone();
+            finishRead.countDown();
+            read.get(10, TimeUnit.SECONDS);
+
+            // the reader left, the slot is freed: the store lands in DRAM and reads back whole
+            assertThat(put.get(5, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+            MemorySegment out = arena.allocate(BLOCK);
+            engine.get(fresh, out);
+            assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
+            assertThat(dram.blockCount()).isEqualTo(8);
         }
     }
 
