@@ -113,10 +113,11 @@ final class InPlaceWrites {
     private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
         long start = System.nanoTime();
         for (int attempt = 0; ; attempt++) {
+            long freedBefore = mover.slotsFreed(memory.id()); // before the attempt, see Mover#makeRoom
             try {
                 return memory.reserveSlot(length);
             } catch (TierFullException full) {
-                mover.makeRoom(memory.id(), length, full, start, attempt);
+                mover.makeRoom(memory.id(), length, full, start, attempt, freedBefore);
             }
         }
     }

@@ -145,30 +145,40 @@ final class Mover implements AutoCloseable {
     private void writeWithRoom(BlockTier tier, int length, TierWrite write) throws IOException {
         long start = System.nanoTime();
         for (int attempt = 0; ; attempt++) {
+            long freedBefore = slotsFreed(tier.id());
             try {
                 write.write();
                 return;
             } catch (TierFullException full) {
-                makeRoom(tier.id(), length, full, start, attempt);
+                makeRoom(tier.id(), length, full, start, attempt, freedBefore);
             }
         }
     }
 
     /**
+     * How many slots of {@code id} were freed so far: a write into a full tier reads it before each attempt and
+     * hands it to {@link #makeRoom}, so a slot freed after the attempt found no room is not missed.
+     */
+    long slotsFreed(TierId id) {
+        return slotsBeingFreed.ended(id);
+    }
+
+    /**
      * Frees room in a full tier for a waiting write: evicts one block when one is evictable; otherwise, while
      * some block is held only by a reader or an in-flight move, or a finished move is freeing its slot (a
-     * demotion frees its slot within moments), or a move ended between the two looks (its slot may be free
-     * now), waits a little so the caller can try again. Writers thus queue
+     * demotion frees its slot within moments), or a slot was freed since before the write's attempt (it may be
+     * free now), waits a little so the caller can try again. Writers thus queue
      * behind the demoter instead of failing.
      *
      * @param attempt how many times this write made room before (0 at its first): each retry looks twice as far
      *     for a victim of its own length ({@link #preferredVictim})
+     * @param freedBefore {@link #slotsFreed} read before the attempt that found no room: read here instead, a slot
+     *     freed between that attempt and this call would go unseen, and the write fail although room came
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
      */
-    void makeRoom(TierId id, int length, TierFullException full, long startNanos, int attempt)
+    void makeRoom(TierId id, int length, TierFullException full, long startNanos, int attempt, long freedBefore)
             throws TierFullException {
-        long endedBefore = slotsBeingFreed.ended(id);
         if (evictOne(id, length, PREFERRED_LOOKAHEAD << Math.min(attempt, 24))) {
             return;
         }
@@ -181,7 +191,7 @@ final class Mover implements AutoCloseable {
                     return e != null && e.heldBrieflyIn(id);
                 })
                 || slotsBeingFreed.any(id);
-        boolean movedMeanwhile = slotsBeingFreed.ended(id) != endedBefore;
+        boolean movedMeanwhile = slotsBeingFreed.ended(id) != freedBefore;
         if ((!transientHold && !movedMeanwhile) || System.nanoTime() - startNanos > ROOM_WAIT_NANOS) {
             throw full;
         }

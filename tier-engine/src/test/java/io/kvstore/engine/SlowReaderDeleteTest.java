@@ -8,9 +8,11 @@ import io.kvstore.block.TierId;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.memory.EmulatedDeviceMemoryProvider;
 import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,8 +25,10 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
@@ -113,6 +117,106 @@ class SlowReaderDeleteTest {
                 // no slower tier to serve it from
             }
         });
+    }
+
+    /**
+     * The last reader of a deleted block leaves, and its slot is freed, just after a store's write found the full
+     * tier without room and before the store looked whether a slot was freed meanwhile: the store takes that slot
+     * instead of failing with {@link TierFullException}.
+     */
+    @Test
+    void aStoreWhoseWriteFoundTheTierFullTakesASlotFreedJustAfter() throws Exception {
+        BlockKey victim = TestBlocks.key("ns", 1);
+        BlockKey fresh = TestBlocks.key("ns", 9);
+        CountDownLatch finishRead = new CountDownLatch(1);
+        FreedAfterFullWrite dram = new FreedAfterFullWrite(
+                new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK), victim, fresh, finishRead);
+        try (Arena arena = Arena.ofShared();
+                TierEngine engine = RaceFixtures.demotingEngine(List.of(dram), EngineEvents.NONE)) {
+            engine.put(victim, null, TestBlocks.bytes(arena, 1, BLOCK));
+            List<BlockKey> pinned = new ArrayList<>();
+            for (long id = 2; id <= 8; id++) {
+                BlockKey key = TestBlocks.key("ns", id);
+                engine.put(key, null, TestBlocks.bytes(arena, id, BLOCK));
+                pinned.add(key);
+            }
+            assertThat(engine.pin(pinned)).isEqualTo(7);
+            CountDownLatch reading = new CountDownLatch(1);
+            CompletableFuture<TierId> read = slowRead(engine, victim, reading, finishRead);
+            assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(engine.delete(victim)).isTrue();
+            assertThat(dram.blockCount())
+                    .as("the victim's slot waits for its reader")
+                    .isEqualTo(8);
+
+            // the store's first write finds DRAM full; inside it the reader leaves and the victim's slot is freed
+            MemorySegment freshBytes = TestBlocks.bytes(arena, 9, BLOCK);
+            assertThat(engine.put(fresh, null, freshBytes)).isEqualTo(TierId.DRAM);
+            assertThat(dram.freedDuringFullWrite())
+                    .as("the slot was freed between the failed write and the store's look")
+                    .isTrue();
+            assertThat(read.get(10, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+            MemorySegment out = arena.allocate(BLOCK);
+            engine.get(fresh, out);
+            assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
+        }
+    }
+
+    /**
+     * DRAM whose first write of {@code fresh} fails full, as the real tier answers it, and only returns once the
+     * slow reader of the deleted {@code victim} was let go and the deferred free of the victim's slot has run to
+     * its end: the free lands after the failed write and before the store looks for room coming.
+     */
+    private static final class FreedAfterFullWrite extends ForwardingTier {
+        private final BlockKey victim;
+        private final BlockKey fresh;
+        private final CountDownLatch finishRead;
+        private final CompletableFuture<Thread> freeing = new CompletableFuture<>();
+        private final AtomicBoolean failedOnce = new AtomicBoolean();
+        private final AtomicBoolean freedDuringFullWrite = new AtomicBoolean();
+
+        FreedAfterFullWrite(MemoryTier tier, BlockKey victim, BlockKey fresh, CountDownLatch finishRead) {
+            super(tier);
+            this.victim = victim;
+            this.fresh = fresh;
+            this.finishRead = finishRead;
+        }
+
+        boolean freedDuringFullWrite() {
+            return freedDuringFullWrite.get();
+        }
+
+        @Override
+        public void write(BlockRecord record, MemorySegment src) throws IOException {
+            if (!record.key().equals(fresh) || failedOnce.getAndSet(true)) {
+                tier.write(record, src);
+                return;
+            }
+            try {
+                tier.write(record, src);
+                throw new AssertionError("DRAM had room before the victim's slot was freed");
+            } catch (TierFullException full) {
+                finishRead.countDown();
+                try {
+                    // the free's thread deletes the slot, then counts it freed, then ends
+                    if (!freeing.get(10, TimeUnit.SECONDS).join(Duration.ofSeconds(10))) {
+                        throw new AssertionError("the victim's free never ended");
+                    }
+                } catch (InterruptedException | ExecutionException | TimeoutException e) {
+                    throw new AssertionError("the victim's slot was never freed", e);
+                }
+                freedDuringFullWrite.set(!tier.contains(victim));
+                throw full;
+            }
+        }
+
+        @Override
+        public boolean delete(BlockKey key) {
+            if (key.equals(victim)) {
+                freeing.complete(Thread.currentThread());
+            }
+            return tier.delete(key);
+        }
     }
 
     /** How a test drops the copy of {@code victim} while a slow client reads it. */
