@@ -113,28 +113,7 @@ class CorruptDemotionRaceTest {
             assertThat(dram.blockCount()).isEqualTo(8);
 
             // meanwhile a client stores a new block: DRAM is full, but a slot is on its way, so the store waits
-            BlockKey fresh = TestBlocks.key("ns", 9);
-            MemorySegment freshBytes = TestBlocks.bytes(arena, 9, BLOCK);
-            CompletableFuture<TierId> put = new CompletableFuture<>();
-            OWN_THREAD.execute(() -> {
-                try {
-                    put.complete(engine.put(fresh, null, freshBytes));
-                } catch (Throwable e) {
-                    put.completeExceptionally(e);
-                }
-            });
-            Thread.sleep(300);
-            assertThat(put)
-                    .as("the store while the dropped copy's slot waits for its reader")
-                    .isNotDone();
-            finishRead.countDown();
-            read.get(10, TimeUnit.SECONDS);
-
-            // the reader left, the slot is freed: the store lands in DRAM and reads back whole
-            assertThat(put.get(5, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
-            MemorySegment out = arena.allocate(BLOCK);
-            engine.get(fresh, out);
-            assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
+            RaceFixtures.assertStoreWaitsForTheSlotThenLands(engine, arena, BLOCK, 9, finishRead, read);
         }
     }
 

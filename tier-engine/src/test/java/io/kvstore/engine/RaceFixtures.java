@@ -11,13 +11,18 @@ import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
@@ -103,5 +108,37 @@ final class RaceFixtures {
             assertThat(System.nanoTime()).as("thread never blocked").isLessThan(deadline);
             Thread.sleep(1);
         }
+    }
+
+    /**
+     * A store of a new block ({@code id}) into {@code engine}'s full DRAM tier, on a thread of its own, while a
+     * reader holds the one slot on its way: still waiting after 300 ms; once {@code finishRead} lets the reader go
+     * (its {@code read} ends), it lands in DRAM and reads back whole.
+     */
+    static void assertStoreWaitsForTheSlotThenLands(
+            TierEngine engine, Arena arena, int blockBytes, long id, CountDownLatch finishRead, Future<?> read)
+            throws Exception {
+        BlockKey fresh = TestBlocks.key("ns", id);
+        MemorySegment freshBytes = TestBlocks.bytes(arena, id, blockBytes);
+        CompletableFuture<TierId> put = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> {
+            try {
+                put.complete(engine.put(fresh, null, freshBytes));
+            } catch (Throwable e) {
+                put.completeExceptionally(e);
+            }
+        });
+        Thread.sleep(300);
+        assertThat(put)
+                .as("the store while the dropped copy's slot waits for its reader")
+                .isNotDone();
+        finishRead.countDown();
+        read.get(10, TimeUnit.SECONDS);
+
+        // the reader left, the slot is freed: the store lands in DRAM and reads back whole
+        assertThat(put.get(5, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+        MemorySegment out = arena.allocate(blockBytes);
+        engine.get(fresh, out);
+        assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
     }
 }
