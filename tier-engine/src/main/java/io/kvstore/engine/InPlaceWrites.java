@@ -6,7 +6,6 @@ import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.catalog.CatalogEntry;
 import io.kvstore.tier.Checksums;
-import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.memory.MemoryTier;
 import java.io.IOException;
 import java.time.Clock;
@@ -111,15 +110,7 @@ final class InPlaceWrites {
     }
 
     private long reserveWithRoom(MemoryTier memory, int length) throws IOException {
-        long start = System.nanoTime();
-        for (int attempt = 0; ; attempt++) {
-            long freedBefore = mover.slotsFreed(memory.id()); // before the attempt, see Mover#makeRoom
-            try {
-                return memory.reserveSlot(length);
-            } catch (TierFullException full) {
-                mover.makeRoom(memory.id(), length, full, start, attempt, freedBefore);
-            }
-        }
+        return mover.reserveWithRoom(memory, length);
     }
 
     /** See {@link TierEngine#commit}. */

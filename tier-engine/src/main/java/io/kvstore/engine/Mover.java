@@ -11,6 +11,7 @@ import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.TierFullException;
+import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.memory.SlabAllocator;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -145,7 +146,8 @@ final class Mover implements AutoCloseable {
     private void writeWithRoom(BlockTier tier, int length, TierWrite write) throws IOException {
         long start = System.nanoTime();
         for (int attempt = 0; ; attempt++) {
-            long freedBefore = slotsFreed(tier.id());
+            // read before the attempt: a slot freed after it found no room is then not missed (makeRoom)
+            long freedBefore = slotsBeingFreed.ended(tier.id());
             try {
                 write.write();
                 return;
@@ -156,11 +158,13 @@ final class Mover implements AutoCloseable {
     }
 
     /**
-     * How many slots of {@code id} were freed so far: a write into a full tier reads it before each attempt and
-     * hands it to {@link #makeRoom}, so a slot freed after the attempt found no room is not missed.
+     * A slot of {@code length} bytes reserved in {@code memory} for an in-place write, room made for it as for any
+     * write into a full tier ({@link #writeWithRoom}).
      */
-    long slotsFreed(TierId id) {
-        return slotsBeingFreed.ended(id);
+    long reserveWithRoom(MemoryTier memory, int length) throws IOException {
+        long[] offset = new long[1];
+        writeWithRoom(memory, length, () -> offset[0] = memory.reserveSlot(length));
+        return offset[0];
     }
 
     /**
@@ -172,7 +176,7 @@ final class Mover implements AutoCloseable {
      *
      * @param attempt how many times this write made room before (0 at its first): each retry looks twice as far
      *     for a victim of its own length ({@link #preferredVictim})
-     * @param freedBefore {@link #slotsFreed} read before the attempt that found no room: read here instead, a slot
+     * @param freedBefore {@link SlotsBeingFreed#ended} read before the attempt that found no room: read here instead, a slot
      *     freed between that attempt and this call would go unseen, and the write fail although room came
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
