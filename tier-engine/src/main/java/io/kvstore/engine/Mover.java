@@ -176,8 +176,9 @@ final class Mover implements AutoCloseable {
      *
      * @param attempt how many times this write made room before (0 at its first): each retry looks twice as far
      *     for a victim of its own length ({@link #preferredVictim})
-     * @param freedBefore {@link SlotsBeingFreed#ended} read before the attempt that found no room: read here instead, a slot
-     *     freed between that attempt and this call would go unseen, and the write fail although room came
+     * @param freedBefore {@link SlotsBeingFreed#ended} read before the attempt that found no room: read here
+     *     instead, a slot freed between that attempt and this call would go unseen, and the write fail although
+     *     room came
      * @throws TierFullException {@code full}, when everything left is pinned or leased, or no room came
      *     within {@link #ROOM_WAIT_NANOS} of {@code startNanos}
      */
