@@ -56,23 +56,8 @@ class SlowReaderDeleteTest {
             engine.put(key, null, bytes);
             CountDownLatch reading = new CountDownLatch(1);
             CountDownLatch finishRead = new CountDownLatch(1);
-            CompletableFuture<Void> read = CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            engine.read(key, (tier, record, view) -> {
-                                reading.countDown();
-                                try {
-                                    finishRead.await(30, TimeUnit.SECONDS); // a client that stopped reading
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                                return null;
-                            });
-                        } catch (Exception e) {
-                            throw new RuntimeException(e);
-                        }
-                    },
-                    task -> Thread.ofPlatform().daemon().start(task));
+            CompletableFuture<TierId> read =
+                    slowRead(engine, key, reading, finishRead); // a client that stopped reading
             assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
 
             // the delete does not wait for the reader: the block is gone for clients all the same
@@ -246,23 +231,8 @@ class SlowReaderDeleteTest {
             assertThat(dram.blockCount()).isEqualTo(8);
             CountDownLatch reading = new CountDownLatch(1);
             CountDownLatch finishRead = new CountDownLatch(1);
-            CompletableFuture<Void> read = CompletableFuture.runAsync(
-                    () -> {
-                        try {
-                            engine.read(victim, (tier, record, view) -> {
-                                reading.countDown();
-                                try {
-                                    finishRead.await(30, TimeUnit.SECONDS); // a client that stopped reading
-                                } catch (InterruptedException e) {
-                                    Thread.currentThread().interrupt();
-                                }
-                                return null;
-                            });
-                        } catch (Exception e) {
-                            throw new RuntimeException(e);
-                        }
-                    },
-                    OWN_THREAD);
+            CompletableFuture<TierId> read =
+                    slowRead(engine, victim, reading, finishRead); // a client that stopped reading
             assertThat(reading.await(10, TimeUnit.SECONDS)).isTrue();
             drop.drop(engine, dram, victim);
             assertThat(engine.lookup("ns", List.of(victim.hash())).blocks()).isEmpty();
