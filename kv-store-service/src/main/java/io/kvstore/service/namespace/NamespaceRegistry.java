@@ -263,7 +263,8 @@ public final class NamespaceRegistry {
      * Begins a write into {@code name} as declared with {@code spec} (an uploaded block from its namespace check to
      * its publication, a reservation's admission, a commit), which a delete of the namespace waits for before it
      * deletes its blocks. Null when the namespace is not declared with {@code spec} now (deleted, or declared anew)
-     * or is being deleted: the write must not happen. Lock-free: one compare-and-set on the declaration's own count.
+     * or is being deleted: the write must not happen. Lock-free and allocation-free: one compare-and-set on the
+     * declaration's own count.
      */
     public @Nullable Write beginWrite(String name, NamespaceSpec spec) {
         WriteGate gate = gates.get(name);
@@ -274,7 +275,7 @@ public final class NamespaceRegistry {
             gate.leave();
             return null;
         }
-        return gate::leave;
+        return gate.admitted;
     }
 
     /**

@@ -22,6 +22,9 @@ final class WriteGate {
 
     private final AtomicInteger state = new AtomicInteger();
 
+    /** Ends an admitted write when closed: what {@link NamespaceRegistry#beginWrite} hands out, made once a gate. */
+    final NamespaceRegistry.Write admitted = this::leave;
+
     /** Admits a write; false when the gate is closed. */
     boolean enter() {
         while (true) {
