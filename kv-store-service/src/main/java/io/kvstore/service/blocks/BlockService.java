@@ -81,10 +81,11 @@ public class BlockService {
 
     /** Declares a namespace for {@code tenant} and applies its durability to the engine. */
     public NamespaceRegistry.Outcome declare(String namespace, NamespaceSpec spec, String tenant) {
-        if (namespaces.declared(namespace) == null) {
-            // a block held under the name while it is not declared (a delete waits for the stores, reservations
-            // and commits under way, but a block may have been put under the name by other means) is not the new
-            // declarer's: the namespace starts empty. Dropped before the new owner is recorded
+        // a block held under the name while it is not declared (a delete waits for the stores, reservations and
+        // commits under way, but a block may have been put under the name by other means) is not the new
+        // declarer's: the namespace starts empty and unbooked. Dropped in one step with recording the new owner,
+        // so a block stored through another declaration of the name made at the same time is not a leftover
+        var outcome = namespaces.declare(namespace, spec, tenant, () -> {
             int leftover = engine.deleteNamespace(namespace);
             if (leftover > 0) {
                 log.info(
@@ -92,11 +93,8 @@ public class BlockService {
                         namespace,
                         leftover);
             }
-        }
-        var outcome = namespaces.declare(namespace, spec, tenant);
-        if (outcome == NamespaceRegistry.Outcome.CREATED) {
             usage.forget(namespace); // bytes stored under the name before it was declared were booked elsewhere
-        }
+        });
         engine.setWriteThrough(namespace, spec.writeThrough());
         return outcome;
     }

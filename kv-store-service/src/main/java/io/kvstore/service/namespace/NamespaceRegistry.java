@@ -173,7 +173,16 @@ public final class NamespaceRegistry {
      *
      * @throws ConflictException when it is already declared with another layout or hash scheme
      */
-    public synchronized Outcome declare(String name, NamespaceSpec spec, String tenant) {
+    public Outcome declare(String name, NamespaceSpec spec, String tenant) {
+        return declare(name, spec, tenant, () -> {});
+    }
+
+    /**
+     * As {@link #declare(String, NamespaceSpec, String)}, running {@code beforeCreating} when the name is not
+     * declared, right before the new declaration is recorded and in one step with it: no other declaration of the
+     * name, and so no write through one, comes between (the caller drops what is left under the name there).
+     */
+    public synchronized Outcome declare(String name, NamespaceSpec spec, String tenant, Runnable beforeCreating) {
         checkName(name);
         if (spec.blockBytes() > maxBlockBytes) {
             throw new InvalidNamespaceException(
@@ -189,6 +198,7 @@ public final class NamespaceRegistry {
             throw new ConflictException("namespace '" + name + "' is already declared as "
                     + NamespaceDeclaration.of(existing) + "; delete it first to change its layout");
         }
+        beforeCreating.run();
         forgetClusterRevision(name); // a new declaration: not (yet) applied from a cluster's settings
         Map<String, NamespaceDeclaration> next = declarations();
         next.put(name, NamespaceDeclaration.of(spec, tenant));
