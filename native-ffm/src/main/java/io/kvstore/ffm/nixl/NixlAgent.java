@@ -13,12 +13,22 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A NIXL agent: the unit that owns backends, registered memory and connections to remote agents.
  * Every native handle it hands out (backend, registration, transfer request) belongs to it and must
  * be closed before it; closing the agent destroys it, once ({@link NativeHandle}). Thread-safe: the
  * agent is created with NIXL's strict thread synchronisation.
+ *
+ * <p>Every native call that takes the agent (here, in {@link NixlRegistration} and {@link NixlTransfer})
+ * runs inside a use: {@link #enter()} counts it in with one compare-and-set unless the agent is closed,
+ * {@link #exit()} counts it out. {@link #close()} sets the closed bit, so later calls fail with an
+ * {@link IllegalStateException} ("NIXL agent closed"), waits for the uses under way to end, and only then
+ * destroys the agent and the backend handles it made: a call racing close either runs on the live agent
+ * or never reaches the library, instead of handing it a destroyed agent.
  */
 public final class NixlAgent extends NativeHandle {
 
@@ -36,13 +46,23 @@ public final class NixlAgent extends NativeHandle {
     /** A plugin's supported segment types and default parameters. */
     public record PluginParams(List<String> memoryTypes, Map<String, String> params) {}
 
+    /** The closed bit of {@link #uses} (its sign); the other bits count the uses under way. */
+    private static final int CLOSED = Integer.MIN_VALUE;
+    /** How often {@link #close()} spins for the uses under way before it parks between looks. */
+    private static final int CLOSE_SPINS = 1_000;
+
     private final Nixl nixl;
     private final String name;
+    private final MemorySegment agent;
+    private final AtomicInteger uses = new AtomicInteger();
+    /** The C handles of the backends made, destroyed with the agent (a use may still read one until then). */
+    private final ConcurrentLinkedQueue<MemorySegment> backendHandles = new ConcurrentLinkedQueue<>();
 
     private NixlAgent(Nixl nixl, String name, MemorySegment agent) {
         super(agent);
         this.nixl = nixl;
         this.name = name;
+        this.agent = agent;
     }
 
     static NixlAgent create(Nixl nixl, String name, Config config) {
@@ -63,9 +83,44 @@ public final class NixlAgent extends NativeHandle {
         return name;
     }
 
-    /** The agent handle, for a call into the library; fails once the agent is closed. */
-    MemorySegment handle() {
-        return live();
+    /**
+     * Begins a use of the agent and returns its handle, valid until the matching {@link #exit()}: close
+     * destroys the agent only once every use has ended.
+     *
+     * @throws IllegalStateException "NIXL agent closed" once {@link #close()} began
+     */
+    MemorySegment enter() {
+        int n = uses.get();
+        while (true) {
+            if ((n & CLOSED) != 0) {
+                throw new IllegalStateException("NIXL agent closed: " + name);
+            }
+            int seen = uses.compareAndExchange(n, n + 1);
+            if (seen == n) {
+                return agent;
+            }
+            n = seen;
+        }
+    }
+
+    /** Ends a use begun by {@link #enter()}. */
+    void exit() {
+        uses.decrementAndGet();
+    }
+
+    @FunctionalInterface
+    interface AgentCall {
+        int invoke(Arena arena, MemorySegment agent) throws Throwable;
+    }
+
+    /** {@link #call} of a C API call that takes the agent, inside a use of it. */
+    private void callAgent(String what, AgentCall body) {
+        MemorySegment handle = enter();
+        try {
+            call(what, a -> body.invoke(a, handle));
+        } finally {
+            exit();
+        }
     }
 
     Nixl nixl() {
@@ -97,8 +152,8 @@ public final class NixlAgent extends NativeHandle {
     public List<String> availablePlugins() {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment out = arena.allocate(ADDRESS);
-            call("nixl_capi_get_available_plugins(" + name + ")", a ->
-                    (int) nixl.getAvailablePlugins.invokeExact(handle(), out));
+            callAgent("nixl_capi_get_available_plugins(" + name + ")", (a, h) ->
+                    (int) nixl.getAvailablePlugins.invokeExact(h, out));
             MemorySegment list = out.get(ADDRESS, 0);
             try {
                 MemorySegment size = arena.allocate(JAVA_LONG);
@@ -123,8 +178,8 @@ public final class NixlAgent extends NativeHandle {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mems = arena.allocate(ADDRESS);
             MemorySegment params = arena.allocate(ADDRESS);
-            call("nixl_capi_get_plugin_params(" + plugin + ")", a ->
-                    (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+            callAgent("nixl_capi_get_plugin_params(" + plugin + ")", (a, h) ->
+                    (int) nixl.getPluginParams.invokeExact(h, a.allocateFrom(plugin), mems, params));
             MemorySegment memList = mems.get(ADDRESS, 0);
             MemorySegment paramList = params.get(ADDRESS, 0);
             try {
@@ -184,11 +239,12 @@ public final class NixlAgent extends NativeHandle {
      * adding entries (needs {@code nixl_capi_params_add}, NIXL 0.8 and later, when not empty).
      */
     public NixlBackend createBackend(String plugin, Map<String, String> overrides) {
+        MemorySegment handle = enter(); // also while the new backend's handle is recorded, for close to free
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mems = arena.allocate(ADDRESS);
             MemorySegment params = arena.allocate(ADDRESS);
             call("nixl_capi_get_plugin_params(" + plugin + ")", a ->
-                    (int) nixl.getPluginParams.invokeExact(handle(), a.allocateFrom(plugin), mems, params));
+                    (int) nixl.getPluginParams.invokeExact(handle, a.allocateFrom(plugin), mems, params));
             MemorySegment memList = mems.get(ADDRESS, 0);
             MemorySegment paramList = params.get(ADDRESS, 0);
             try {
@@ -203,12 +259,16 @@ public final class NixlAgent extends NativeHandle {
                 }
                 MemorySegment out = arena.allocate(ADDRESS);
                 call("nixl_capi_create_backend(" + name + ", " + plugin + ")", a ->
-                        (int) nixl.createBackend.invokeExact(handle(), a.allocateFrom(plugin), paramList, out));
-                return new NixlBackend(this, plugin, out.get(ADDRESS, 0));
+                        (int) nixl.createBackend.invokeExact(handle, a.allocateFrom(plugin), paramList, out));
+                MemorySegment backend = out.get(ADDRESS, 0);
+                backendHandles.add(backend);
+                return new NixlBackend(this, plugin, backend);
             } finally {
                 call("nixl_capi_destroy_mem_list", a -> (int) nixl.destroyMemList.invokeExact(memList));
                 call("nixl_capi_destroy_params", a -> (int) nixl.destroyParams.invokeExact(paramList));
             }
+        } finally {
+            exit();
         }
     }
 
@@ -227,7 +287,8 @@ public final class NixlAgent extends NativeHandle {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocate(ADDRESS);
             MemorySegment len = arena.allocate(JAVA_LONG);
-            call("nixl_capi_get_local_md(" + name + ")", a -> (int) nixl.getLocalMd.invokeExact(handle(), data, len));
+            callAgent(
+                    "nixl_capi_get_local_md(" + name + ")", (a, h) -> (int) nixl.getLocalMd.invokeExact(h, data, len));
             MemorySegment blob = data.get(ADDRESS, 0);
             try {
                 return blob.reinterpret(len.get(JAVA_LONG, 0)).toArray(JAVA_BYTE);
@@ -246,8 +307,8 @@ public final class NixlAgent extends NativeHandle {
             MemorySegment blob = arena.allocateFrom(JAVA_BYTE, metadata);
             MemorySegment nameOut = arena.allocate(ADDRESS);
             long length = metadata.length;
-            call("nixl_capi_load_remote_md(" + name + ", " + length + " bytes)", a ->
-                    (int) nixl.loadRemoteMd.invokeExact(handle(), blob, length, nameOut));
+            callAgent("nixl_capi_load_remote_md(" + name + ", " + length + " bytes)", (a, h) ->
+                    (int) nixl.loadRemoteMd.invokeExact(h, blob, length, nameOut));
             MemorySegment remote = nameOut.get(ADDRESS, 0);
             try {
                 return remote.reinterpret(4096).getString(0);
@@ -259,8 +320,8 @@ public final class NixlAgent extends NativeHandle {
 
     /** Forgets a remote agent's metadata and disconnects from it. */
     public void invalidateRemoteMetadata(String remoteAgent) {
-        call("nixl_capi_invalidate_remote_md(" + name + ", " + remoteAgent + ")", a ->
-                (int) nixl.invalidateRemoteMd.invokeExact(handle(), a.allocateFrom(remoteAgent)));
+        callAgent("nixl_capi_invalidate_remote_md(" + name + ", " + remoteAgent + ")", (a, h) ->
+                (int) nixl.invalidateRemoteMd.invokeExact(h, a.allocateFrom(remoteAgent)));
     }
 
     /**
@@ -288,8 +349,8 @@ public final class NixlAgent extends NativeHandle {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment data = arena.allocateFrom(JAVA_BYTE, message);
             long length = message.length;
-            call("nixl_capi_gen_notif(" + name + " -> " + remoteAgent + ", " + length + " bytes)", a -> (int)
-                    nixl.genNotif.invokeExact(handle(), a.allocateFrom(remoteAgent), data, length, MemorySegment.NULL));
+            callAgent("nixl_capi_gen_notif(" + name + " -> " + remoteAgent + ", " + length + " bytes)", (a, h) ->
+                    (int) nixl.genNotif.invokeExact(h, a.allocateFrom(remoteAgent), data, length, MemorySegment.NULL));
         }
     }
 
@@ -301,8 +362,8 @@ public final class NixlAgent extends NativeHandle {
             call("nixl_capi_create_notif_map", a -> (int) nixl.createNotifMap.invokeExact(mapOut));
             MemorySegment map = mapOut.get(ADDRESS, 0);
             try {
-                call("nixl_capi_get_notifs(" + name + ")", a ->
-                        (int) nixl.getNotifs.invokeExact(handle(), map, MemorySegment.NULL));
+                callAgent("nixl_capi_get_notifs(" + name + ")", (a, h) ->
+                        (int) nixl.getNotifs.invokeExact(h, map, MemorySegment.NULL));
                 MemorySegment size = arena.allocate(JAVA_LONG);
                 call("nixl_capi_notif_map_size", a -> (int) nixl.notifMapSize.invokeExact(map, size));
                 MemorySegment agentName = arena.allocate(ADDRESS);
@@ -337,7 +398,8 @@ public final class NixlAgent extends NativeHandle {
 
     /**
      * Optional arguments naming {@code backend} (when not null) and carrying {@code notification}
-     * (when not null); NULL when neither is given. Destroy with {@link #destroyOptArgs}.
+     * (when not null); NULL when neither is given. Destroy with {@link #destroyOptArgs}. Call it inside a
+     * use of the agent when naming a backend: the backend's handle lives until the agent is destroyed.
      */
     MemorySegment optArgs(NixlBackend backend, byte[] notification) {
         if (backend == null && notification == null) {
@@ -374,10 +436,28 @@ public final class NixlAgent extends NativeHandle {
         }
     }
 
-    /** {@code nixl_capi_destroy_agent}. */
+    /**
+     * Refuses new uses, waits for those under way to end (native calls, each short), then destroys the
+     * backend handles and the agent: {@code nixl_capi_destroy_backend}, {@code nixl_capi_destroy_agent}.
+     */
     @Override
-    protected void release(MemorySegment agent) {
-        call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(agent));
+    protected void release(MemorySegment handle) {
+        uses.getAndUpdate(n -> n | CLOSED);
+        for (int spins = 0; uses.get() != CLOSED; spins++) {
+            if (spins < CLOSE_SPINS) {
+                Thread.onSpinWait();
+            } else {
+                LockSupport.parkNanos(20_000);
+            }
+        }
+        try {
+            for (MemorySegment backend = backendHandles.poll(); backend != null; backend = backendHandles.poll()) {
+                MemorySegment b = backend;
+                call("nixl_capi_destroy_backend", a -> (int) nixl.destroyBackend.invokeExact(b));
+            }
+        } finally {
+            call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(handle));
+        }
     }
 
     @Override

@@ -5,7 +5,8 @@ import java.lang.foreign.MemorySegment;
 
 /**
  * A backend an agent created from a plugin (UCX, GDS, GDS_MT, POSIX, ...). It lives as long as its
- * agent: NIXL has no call to remove a backend from an agent, so closing only frees the C handle, once.
+ * agent: NIXL has no call to remove a backend from an agent, so closing only refuses its further use;
+ * the agent frees the C handle when it is destroyed, after the calls that may still read it ended.
  */
 public final class NixlBackend extends NativeHandle {
 
@@ -27,12 +28,9 @@ public final class NixlBackend extends NativeHandle {
         return live();
     }
 
-    /** {@code nixl_capi_destroy_backend}. */
+    /** Nothing to free yet: the agent destroys the C handle with itself ({@link NixlAgent#close()}). */
     @Override
-    protected void release(MemorySegment handle) {
-        Nixl nixl = agent.nixl();
-        NixlAgent.call("nixl_capi_destroy_backend(" + plugin + ")", a -> (int) nixl.destroyBackend.invokeExact(handle));
-    }
+    protected void release(MemorySegment handle) {}
 
     /** "NIXL backend UCX of agent a": also the start of the message when a closed backend is used. */
     @Override

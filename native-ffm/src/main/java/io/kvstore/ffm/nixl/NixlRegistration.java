@@ -38,21 +38,27 @@ public final class NixlRegistration extends NativeHandle {
             throw new IllegalArgumentException("nothing to register with " + agent);
         }
         Nixl nixl = agent.nixl();
-        MemorySegment dlist = newRegList(nixl, memoryType, descriptors);
+        MemorySegment handle = agent.enter();
+        MemorySegment dlist;
         MemorySegment args = MemorySegment.NULL;
         try {
-            args = agent.optArgs(backend, null);
-            MemorySegment opt = args;
-            NixlAgent.call(
-                    "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
-                            + " descriptor(s) from 0x"
-                            + Long.toHexString(descriptors.getFirst().address()) + ")",
-                    a -> (int) nixl.registerMem.invokeExact(agent.handle(), dlist, opt));
-        } catch (RuntimeException e) {
-            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
-            throw e;
+            dlist = newRegList(nixl, memoryType, descriptors);
+            try {
+                args = agent.optArgs(backend, null);
+                MemorySegment opt = args;
+                NixlAgent.call(
+                        "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
+                                + " descriptor(s) from 0x"
+                                + Long.toHexString(descriptors.getFirst().address()) + ")",
+                        a -> (int) nixl.registerMem.invokeExact(handle, dlist, opt));
+            } catch (RuntimeException e) {
+                NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+                throw e;
+            } finally {
+                agent.destroyOptArgs(args);
+            }
         } finally {
-            agent.destroyOptArgs(args);
+            agent.exit();
         }
         return new NixlRegistration(agent, memoryType, List.copyOf(descriptors), backend, dlist);
     }
@@ -92,13 +98,21 @@ public final class NixlRegistration extends NativeHandle {
     @Override
     protected void release(MemorySegment dlist) {
         Nixl nixl = agent.nixl();
-        MemorySegment args = agent.optArgs(backend, null);
         try {
-            NixlAgent.call(
-                    "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
-                    a -> (int) nixl.deregisterMem.invokeExact(agent.handle(), dlist, args));
+            MemorySegment handle = agent.enter();
+            try {
+                MemorySegment args = agent.optArgs(backend, null);
+                try {
+                    NixlAgent.call(
+                            "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                            a -> (int) nixl.deregisterMem.invokeExact(handle, dlist, args));
+                } finally {
+                    agent.destroyOptArgs(args);
+                }
+            } finally {
+                agent.exit();
+            }
         } finally {
-            agent.destroyOptArgs(args);
             NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
         }
     }

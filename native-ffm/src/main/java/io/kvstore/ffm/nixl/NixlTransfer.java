@@ -74,6 +74,38 @@ public final class NixlTransfer extends NativeHandle {
         }
         String description = (operation == Nixl.XFER_READ ? "READ" : "WRITE") + " of " + local.size()
                 + " descriptor(s) " + agent.name() + " <-> " + remoteAgent;
+        MemorySegment handle = agent.enter();
+        try {
+            return createInUse(
+                    agent,
+                    handle,
+                    description,
+                    operation,
+                    localType,
+                    local,
+                    remoteType,
+                    remote,
+                    remoteAgent,
+                    backend,
+                    notification);
+        } finally {
+            agent.exit();
+        }
+    }
+
+    /** {@link #create} inside a use of the agent, whose {@code handle} stays valid throughout. */
+    private static NixlTransfer createInUse(
+            NixlAgent agent,
+            MemorySegment handle,
+            String description,
+            int operation,
+            int localType,
+            List<NixlDescriptor> local,
+            int remoteType,
+            List<NixlDescriptor> remote,
+            String remoteAgent,
+            NixlBackend backend,
+            byte[] notification) {
         Nixl nixl = agent.nixl();
         MemorySegment localList = newXferList(nixl, localType, local);
         MemorySegment remoteList = MemorySegment.NULL;
@@ -89,7 +121,7 @@ public final class NixlTransfer extends NativeHandle {
                 MemorySegment out = arena.allocate(ADDRESS);
                 NixlAgent.call(
                         "nixl_capi_create_xfer_req(" + description + ")", a -> (int) nixl.createXferReq.invokeExact(
-                                agent.handle(), operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
+                                handle, operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
                 return new NixlTransfer(agent, description, out.get(ADDRESS, 0), localList, remoteList, postArgs);
             }
         } catch (RuntimeException e) {
@@ -136,8 +168,12 @@ public final class NixlTransfer extends NativeHandle {
      */
     public boolean post() {
         boolean done = done("nixl_capi_post_xfer_req(" + description + ")", () -> {
-            Nixl nixl = agent.nixl();
-            return (int) nixl.postXferReq.invokeExact(agent.handle(), live(), postArgs);
+            MemorySegment handle = agent.enter();
+            try {
+                return (int) agent.nixl().postXferReq.invokeExact(handle, live(), postArgs);
+            } finally {
+                agent.exit();
+            }
         });
         inFlight = !done;
         return done;
@@ -148,8 +184,12 @@ public final class NixlTransfer extends NativeHandle {
         boolean done;
         try {
             done = done("nixl_capi_get_xfer_status(" + description + ")", () -> {
-                Nixl nixl = agent.nixl();
-                return (int) nixl.getXferStatus.invokeExact(agent.handle(), live());
+                MemorySegment handle = agent.enter();
+                try {
+                    return (int) agent.nixl().getXferStatus.invokeExact(handle, live());
+                } finally {
+                    agent.exit();
+                }
             });
         } catch (NixlException failed) {
             inFlight = false; // NIXL let go of it
@@ -206,8 +246,13 @@ public final class NixlTransfer extends NativeHandle {
     protected void release(MemorySegment request) {
         Nixl nixl = agent.nixl();
         try {
-            NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
-                    (int) nixl.releaseXferReq.invokeExact(agent.handle(), request));
+            MemorySegment handle = agent.enter();
+            try {
+                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
+                        (int) nixl.releaseXferReq.invokeExact(handle, request));
+            } finally {
+                agent.exit();
+            }
             NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
         } finally {
             destroyList(nixl, localList);

@@ -226,7 +226,7 @@ class NixlTest {
             agent.close();
             assertThatThrownBy(agent::localMetadata)
                     .isInstanceOf(IllegalStateException.class)
-                    .hasMessage("NIXL agent kvstore-close-once is closed");
+                    .hasMessage("NIXL agent closed: kvstore-close-once");
         }
     }
 

@@ -30,6 +30,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -52,8 +53,10 @@ import org.slf4j.LoggerFactory;
  * free them. UCX's peer-failure detection bounds the wait, and closing destroys the agent (its UCX
  * workers) before it fails what is still in flight.
  *
- * <p>The progress thread owns the agent's end: {@link #close()} stops it, and it waits for the posts
- * under way, then destroys the agent, never while it or a post still calls into it. {@code close()}
+ * <p>The progress thread owns the agent's end: {@link #close()} stops it, and it waits for the posts,
+ * connects and address reads under way, then destroys the agent, never while it or a post still calls into
+ * it; other calls (register, a region's or peer's close) racing close are refused by the agent or finish
+ * before it is destroyed ({@link NixlAgent}). {@code close()}
  * waits for that, except when a completion callback (run on the progress thread) calls it: then it
  * returns at once and the agent goes when the callback returns.
  *
@@ -83,7 +86,10 @@ public final class NixlTransferEngine implements TransferEngine {
     private final LinkedBlockingQueue<InFlight> submitted = new LinkedBlockingQueue<>();
     private final Thread progress;
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Posts under way: the progress thread destroys the agent only once none is (each checks closed first). */
+    /**
+     * Posts, connects and address reads under way: the progress thread destroys the agent only once none
+     * is (each checks closed first).
+     */
     private final AtomicInteger posting = new AtomicInteger();
     /** Runs in {@link #post} between posting a request in progress and queueing it: a seam for tests. */
     volatile Runnable beforeQueued = () -> {};
@@ -153,8 +159,10 @@ public final class NixlTransferEngine implements TransferEngine {
     /** This agent's metadata; read it after registering the regions peers will use. */
     @Override
     public byte[] localAddress() {
-        lastAddressNanos = System.nanoTime();
-        return agent.localMetadata();
+        return whileOpen(() -> {
+            lastAddressNanos = System.nanoTime();
+            return agent.localMetadata();
+        });
     }
 
     @Override
@@ -202,12 +210,40 @@ public final class NixlTransferEngine implements TransferEngine {
     /** When this agent's address was last handed out: a peer may be wiring up a connection to it since. */
     private volatile long lastAddressNanos;
 
+    /**
+     * Loads the peer's metadata. Counted like a post, so the progress thread's end, which waits for both,
+     * sees the time of every wire-up begun before close and lets it settle before destroying the agent.
+     */
     @Override
     public Peer connect(String name, byte[] peerAddress) {
-        String remoteAgent = agent.loadRemoteMetadata(peerAddress);
-        lastConnectNanos = System.nanoTime();
+        String remoteAgent = whileOpen(() -> {
+            String loaded = agent.loadRemoteMetadata(peerAddress);
+            lastConnectNanos = System.nanoTime();
+            return loaded;
+        });
         LOG.info("NIXL agent {} connected to peer {} (agent {})", agent.name(), name, remoteAgent);
         return new NixlPeer(name, remoteAgent, this);
+    }
+
+    /**
+     * Runs {@code call} unless the engine is closed, counted in {@link #posting}: the progress thread
+     * destroys the agent only after it returned. Register and a region's or peer's close need no count:
+     * the agent refuses them once closed ({@link NixlAgent}) and is destroyed only after those under way.
+     */
+    private <T> T whileOpen(Supplier<T> call) {
+        posting.incrementAndGet(); // before the closed check, as in post
+        try {
+            if (closed.get()) {
+                throw closedException();
+            }
+            return call.get();
+        } finally {
+            posting.decrementAndGet();
+        }
+    }
+
+    private IllegalStateException closedException() {
+        return new IllegalStateException("NIXL transfer engine of agent " + agent.name() + " is closed");
     }
 
     /** A peer: the remote agent whose metadata this engine loaded. */
@@ -245,7 +281,7 @@ public final class NixlTransferEngine implements TransferEngine {
             List<TransferSpan> spans,
             CompletableFuture<TransferResult> future) {
         if (closed.get()) {
-            throw new IllegalStateException("NIXL transfer engine of agent " + agent.name() + " is closed");
+            throw closedException();
         }
         byte[] key = remote.remoteKey();
         if (key.length != KEY_BYTES) {

@@ -20,10 +20,13 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -253,6 +256,65 @@ class NixlTransferEngineTest {
                 assertThat(queued)
                         .as("the future of a read posted before close returned")
                         .isDone();
+            }
+        }
+    }
+
+    /**
+     * Registering, connecting and closing peers from other threads while the engine closes: each call runs
+     * on the live agent or is refused as closed, and none reaches the destroyed agent (which crashed the JVM).
+     */
+    @Test
+    void registerConnectAndPeerCloseRacingCloseRunOrAreRefused() throws Exception {
+        Set<String> backends = ucxBackends();
+        long seed = Long.getLong("kvstore.nixl.race-seed", 20261127L);
+        System.out.println("race seed " + seed + " (-Dkvstore.nixl.race-seed to replay)");
+        Random random = new Random(seed);
+        List<Throwable> unexpected = new CopyOnWriteArrayList<>();
+        int rounds = 0;
+        try (Arena arena = Arena.ofShared();
+                NixlTransferEngine store =
+                        new NixlTransferEngine("kvstore-race-store", backends, Duration.ofSeconds(5))) {
+            MemorySegment memory = arena.allocate(1 << 20, 4096);
+            byte[] storeAddress = store.localAddress();
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+            while (System.nanoTime() < end) {
+                rounds++;
+                NixlTransferEngine engine =
+                        new NixlTransferEngine("kvstore-race-" + rounds, backends, Duration.ofSeconds(5));
+                Thread connecting = Thread.ofPlatform()
+                        .start(() -> untilRefused(
+                                unexpected,
+                                () -> engine.connect("store", storeAddress).close()));
+                Thread registering = Thread.ofPlatform()
+                        .start(() -> untilRefused(
+                                unexpected,
+                                () -> engine.register(memory, MemoryKind.DRAM).close()));
+                LockSupport.parkNanos(random.nextInt(3_000_000));
+                engine.close();
+                connecting.join();
+                registering.join();
+            }
+        }
+        System.out.println(rounds + " rounds of register, connect and peer close racing the engine's close");
+        assertThat(unexpected)
+                .as("calls that failed other than by the closed refusal")
+                .isEmpty();
+    }
+
+    /** Repeats {@code call} until it is refused as closed; anything else it throws is {@code unexpected}. */
+    private static void untilRefused(List<Throwable> unexpected, Runnable call) {
+        while (true) {
+            try {
+                call.run();
+            } catch (IllegalStateException e) {
+                if (!String.valueOf(e.getMessage()).contains("closed")) {
+                    unexpected.add(e);
+                }
+                return;
+            } catch (RuntimeException e) {
+                unexpected.add(e);
+                return;
             }
         }
     }
