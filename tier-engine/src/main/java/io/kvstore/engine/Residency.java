@@ -15,6 +15,7 @@ import io.kvstore.tier.UnreadableCopyException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
@@ -31,10 +32,16 @@ import org.slf4j.LoggerFactory;
  * reader left; a reader reads through the entry it holds, so a delete of that entry waits for it. Every
  * read is checked against the CRC32C taken at store time; a copy that fails is dropped and the next
  * slower copy is served.
+ *
+ * <p>Why it is long: the ownership rules above are one argument, kept in one class: how a copy is published, read,
+ * dropped and deleted (with a deletion made durable before its slots are freed after the last reader) are the
+ * cases of that argument, and split apart they would no longer show who frees which slot when.
  */
 final class Residency {
 
     private static final Logger log = LoggerFactory.getLogger(Residency.class);
+    /** Deletions of a namespace made durable in one write per tier (see {@link #forgetAtRestart}). */
+    private static final int FORGET_BATCH = 1024;
 
     private final TierStack stack;
     private final Catalog catalog;
@@ -306,14 +313,30 @@ final class Residency {
     }
 
     /**
-     * Removes the block from every tier; false when it was not held.
+     * Removes the block from every tier; false when it was not held. Durable when this returns: a restart, even
+     * after a crash, does not find the block, though its slots are freed only after its last reader.
      *
      * @throws BlockHeldException when the block is pinned or leased
      */
     boolean delete(BlockKey key) {
+        Deleted deleted = dropAll(key);
+        if (deleted == null) {
+            return false;
+        }
+        List<Deleted> one = List.of(deleted);
+        forgetAtRestart(one);
+        freeAfterReaders(one);
+        return !deleted.had().isEmpty();
+    }
+
+    /** A block whose copies were dropped by a delete, and the tiers whose slots are still to be freed. */
+    private record Deleted(CatalogEntry entry, Set<TierId> had) {}
+
+    /** Clears every tier bit of the block's entry; null when it has no entry. */
+    private @Nullable Deleted dropAll(BlockKey key) {
         CatalogEntry entry = catalog.get(key);
         if (entry == null) {
-            return false;
+            return null;
         }
         Set<TierId> had;
         synchronized (entry) { // ordered with the change, as in #publish
@@ -326,30 +349,68 @@ final class Residency {
                 events.copyRemoved(t, key, entry.length());
             }
         }
-        slotsBeingFreed.endWhenNoReaders(entry, had, () -> {
-            for (TierId t : had) {
-                stack.policy(t).onRemove(key);
-                stack.get(t).delete(key);
-            }
-            catalog.removeIfDead(entry);
-        });
-        return !had.isEmpty();
+        return new Deleted(entry, had);
     }
 
-    /** Removes every unpinned, unleased block of a namespace; returns how many were removed. */
+    /**
+     * Makes the deletions durable before any of their slots is freed: the freeing waits for the blocks' readers,
+     * and a durable tier that still names a block when the process dies would bring it back at the restart.
+     */
+    private void forgetAtRestart(List<Deleted> deleted) {
+        for (BlockTier tier : stack.all()) {
+            List<BlockKey> keys = new ArrayList<>();
+            for (Deleted d : deleted) {
+                if (d.had().contains(tier.id())) {
+                    keys.add(d.entry().key());
+                }
+            }
+            if (!keys.isEmpty()) {
+                tier.forgetAtRestart(keys);
+            }
+        }
+    }
+
+    /** Frees each deleted block's slots once it has no reader left, without waiting for them. */
+    private void freeAfterReaders(List<Deleted> deleted) {
+        for (Deleted d : deleted) {
+            BlockKey key = d.entry().key();
+            slotsBeingFreed.endWhenNoReaders(d.entry(), d.had(), () -> {
+                for (TierId t : d.had()) {
+                    stack.policy(t).onRemove(key);
+                    stack.get(t).delete(key);
+                }
+                catalog.removeIfDead(d.entry());
+            });
+        }
+    }
+
+    /**
+     * Removes every unpinned, unleased block of a namespace; returns how many were removed. The deletions are made
+     * durable in batches, one write per durable tier each, not one per block.
+     */
     int deleteNamespace(String namespace) {
         int removed = 0;
+        List<Deleted> batch = new ArrayList<>();
         for (CatalogEntry entry : catalog.entries()) {
             if (entry.key().namespace().equals(namespace) && entry.pins() == 0 && entry.leases() == 0) {
                 try {
-                    if (delete(entry.key())) {
-                        removed++;
+                    Deleted deleted = dropAll(entry.key());
+                    if (deleted != null) {
+                        batch.add(deleted);
+                        removed += deleted.had().isEmpty() ? 0 : 1;
                     }
                 } catch (BlockHeldException leasedMeanwhile) {
                     // kept, as a block leased before the scan is
                 }
+                if (batch.size() == FORGET_BATCH) {
+                    forgetAtRestart(batch);
+                    freeAfterReaders(batch);
+                    batch.clear();
+                }
             }
         }
+        forgetAtRestart(batch);
+        freeAfterReaders(batch);
         events.namespaceDeleted(namespace); // after the removals: a declaration made later applies after them
         return removed;
     }

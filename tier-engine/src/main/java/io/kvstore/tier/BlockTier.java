@@ -5,6 +5,7 @@ import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.Collection;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -89,6 +90,14 @@ public interface BlockTier extends AutoCloseable {
 
     /** Frees the block's slot; false when the tier did not hold it. */
     boolean delete(BlockKey key);
+
+    /**
+     * Makes the deletion of these blocks survive a restart before their slots are freed: a durable tier no longer
+     * finds them when it next opens, even after a crash, while each copy stays readable and its slot taken until
+     * {@link #delete} (after the block's last reader). Keys the tier does not hold are skipped. Volatile tiers
+     * forget everything at a restart and have nothing to do.
+     */
+    default void forgetAtRestart(Collection<BlockKey> keys) {}
 
     boolean contains(BlockKey key);
 

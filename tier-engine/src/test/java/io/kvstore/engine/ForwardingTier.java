@@ -6,6 +6,7 @@ import io.kvstore.block.TierId;
 import io.kvstore.tier.BlockTier;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.util.Collection;
 import java.util.List;
 import org.jspecify.annotations.Nullable;
 
@@ -90,6 +91,11 @@ abstract class ForwardingTier implements BlockTier {
     @Override
     public boolean delete(BlockKey key) {
         return tier.delete(key);
+    }
+
+    @Override
+    public void forgetAtRestart(Collection<BlockKey> keys) {
+        tier.forgetAtRestart(keys);
     }
 
     @Override

@@ -9,6 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import org.rocksdb.ColumnFamilyDescriptor;
@@ -95,13 +96,29 @@ final class NvmeIndex implements AutoCloseable {
 
     /**
      * Removes an entry. Not synced: if it comes back after a crash, its slot may hold newer bytes, and
-     * the CRC32C check on read drops it.
+     * the CRC32C check on read drops it. A deletion that must not come back goes through {@link #forgetAll}
+     * first.
      */
     void delete(BlockKey key) throws IOException {
         try {
             db.delete(blocks, unsynced, key(key));
         } catch (RocksDBException e) {
             throw new IOException("NVMe index delete of " + key + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Removes entries in one synced write: once this returns, no restart finds them, even after a crash. Their
+     * slots are free space at the next open, as every slot no entry names.
+     */
+    void forgetAll(Collection<BlockKey> keys) throws IOException {
+        try (WriteBatch batch = new WriteBatch()) {
+            for (BlockKey key : keys) {
+                batch.delete(blocks, key(key));
+            }
+            db.write(synced, batch);
+        } catch (RocksDBException e) {
+            throw new IOException("NVMe index delete of " + keys.size() + " entries failed: " + e.getMessage(), e);
         }
     }
 

@@ -18,6 +18,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
@@ -539,6 +540,31 @@ public final class NvmeTier implements BlockTier {
         }
         slabs.free(e.offset(), e.slotSize());
         return true;
+    }
+
+    /**
+     * Removes the index entries of these blocks in one synced write, so no restart brings them back, while their
+     * map entries and slots stay: a reader of a deleted block still reads its bytes, and nothing new is written
+     * under the key, until {@link #delete} frees the slot. A crash before that leaves a slot no entry names, which
+     * is free at the next open.
+     */
+    @Override
+    public void forgetAtRestart(Collection<BlockKey> keys) {
+        List<BlockKey> held = new ArrayList<>(keys.size());
+        for (BlockKey key : keys) {
+            if (blocks.containsKey(key)) {
+                held.add(key);
+            }
+        }
+        if (held.isEmpty()) {
+            return;
+        }
+        try {
+            index.forgetAll(held);
+        } catch (IOException ex) {
+            // the deletions are then only as durable as the unsynced index deletes that free their slots
+            log.warn("could not remove {} deleted blocks from the NVMe index: {}", held.size(), ex.getMessage());
+        }
     }
 
     /** A thread that never runs: a segment accessible by it is accessible by every thread. */

@@ -63,6 +63,29 @@ class NvmeTierTest {
     }
 
     @Test
+    void aBlockForgottenAtRestartStaysReadableUntilDeletedAndIsGoneAfterACrashBeforeThat() throws Exception {
+        long slot;
+        try (NvmeTier tier = new NvmeTier(config(dir, 4 << 20))) {
+            store(tier, 1);
+            store(tier, 2);
+            slot = tier.usedBytes() / 2;
+            tier.forgetAtRestart(List.of(TestBlocks.key("m", 1), TestBlocks.key("m", 9)));
+            // a reader of the deleted block still reads it: its slot is kept until the delete frees it
+            assertThat(tier.contains(TestBlocks.key("m", 1))).isTrue();
+            assertReadsBack(tier, 1);
+            assertThat(tier.usedBytes()).isEqualTo(2 * slot);
+        } // the process dies before the delete that frees the slot
+        try (NvmeTier tier = new NvmeTier(config(dir, 4 << 20))) {
+            assertThat(tier.recovered()).extracting(BlockRecord::key).containsExactly(TestBlocks.key("m", 2));
+            assertThat(tier.contains(TestBlocks.key("m", 1))).isFalse();
+            assertThat(tier.usedBytes())
+                    .as("the forgotten block's slot is free space")
+                    .isEqualTo(slot);
+            assertReadsBack(tier, 2);
+        }
+    }
+
+    @Test
     void blocksSurviveARestartByteExact() throws Exception {
         try (NvmeTier tier = new NvmeTier(config(dir, 4 << 20))) {
             assertThat(tier.provider()).isEqualTo("file(O_DIRECT)");
