@@ -11,8 +11,6 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The local control socket when protected mode ends at run time: a connection that said HELLO without a
@@ -30,13 +28,7 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 class ControlSocketProtectedModeTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-control-protected-test");
     static final String[] ADMIN = {"Authorization", "Bearer admin-secret-0123456789"};
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

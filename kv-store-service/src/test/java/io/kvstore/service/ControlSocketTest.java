@@ -33,8 +33,6 @@ import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.system.CapturedOutput;
 import org.springframework.boot.test.system.OutputCaptureExtension;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -68,17 +66,11 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class ControlSocketTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-control-socket-test");
     static final String ALPHA = "alpha-token-0123456789";
     static final String BETA = "beta-token-0123456789";
     static final String[] ALPHA_HEADER = {"Authorization", "Bearer " + ALPHA};
     static final String[] BETA_HEADER = {"Authorization", "Bearer " + BETA};
     static final String[] ADMIN_HEADER = {"Authorization", "Bearer admin-secret-0123456789"};
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -3,13 +3,10 @@ package io.kvstore.service;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
-import java.nio.file.Path;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The same-host path ({@code /v1/local}) keeps the one-sided path's rules, since both reserve through one
@@ -25,13 +22,6 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.tiers.nvme.enabled=false"
         })
 class LocalPathLimitsTest {
-
-    static final Path DATA_DIR = TempDirs.create("kvstore-local-limits-test");
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -7,7 +7,6 @@ import static org.mockito.Mockito.doAnswer;
 import io.kvstore.block.BlockHash;
 import io.kvstore.engine.TierEngine;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -16,8 +15,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.context.bean.override.mockito.MockitoSpyBean;
 
 /**
@@ -36,13 +33,6 @@ import org.springframework.test.context.bean.override.mockito.MockitoSpyBean;
             "kvstore.tiers.nvme.enabled=false"
         })
 class NamespaceDeclaredTwiceAtOnceTest {
-
-    static final Path DATA_DIR = TempDirs.create("kvstore-declared-twice-test");
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -15,7 +15,6 @@ import java.io.PipedOutputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -28,8 +27,6 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A store racing the delete of its namespace: an upload whose block is past the namespace check, its slot
@@ -61,7 +58,6 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 class NamespaceDeleteRaceTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-namespace-delete-race-test");
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
     /** 16 layers x 2 KV heads x 64 dims x fp16 x 16 tokens x (K, V). */
@@ -70,11 +66,6 @@ class NamespaceDeleteRaceTest {
     static final String DECLARATION = """
             {"model":"m","layout":{"layers":16,"kvHeads":2,"headDim":64,"dtype":"float16","blockSize":16},
              "hashScheme":"sha256_cbor","hashSeed":"0"}""";
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -7,15 +7,12 @@ import static org.mockito.Mockito.doAnswer;
 import io.kvstore.block.BlockHash;
 import io.kvstore.service.quota.ReservationLedger;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import org.springframework.test.context.bean.override.mockito.MockitoSpyBean;
 
 /**
@@ -34,13 +31,6 @@ import org.springframework.test.context.bean.override.mockito.MockitoSpyBean;
             "kvstore.tiers.nvme.enabled=false"
         })
 class NamespaceDeleteRacingACommitTest {
-
-    static final Path DATA_DIR = TempDirs.create("kvstore-delete-racing-commit-test");
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -2,12 +2,9 @@ package io.kvstore.service;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A namespace name deleted by one tenant and declared by another: what the first tenant still holds under
@@ -38,14 +35,8 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 class NamespaceReuseIsolationTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-namespace-reuse-test");
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -10,13 +10,10 @@ import java.net.NetworkInterface;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.Collections;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * Protected mode on Kubernetes (which Spring Boot detects from {@code KUBERNETES_SERVICE_HOST}, simulated here
@@ -35,13 +32,6 @@ import org.springframework.test.context.DynamicPropertySource;
             "kvstore.transport.enabled=false"
         })
 class ProtectedModeForwardedTest {
-
-    static final Path DATA_DIR = TempDirs.create("kvstore-forwarded-test");
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -14,7 +14,6 @@ import io.kvstore.service.security.Caller;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
-import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.util.HashMap;
 import java.util.Iterator;
@@ -24,8 +23,6 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * A tenant's bytes per tier ({@code GET /admin/tenants}, {@code kvstore_tenant_bytes}) and the tier gauges stay
@@ -55,15 +52,9 @@ import org.springframework.test.context.DynamicPropertySource;
         })
 class TenantAccountingTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-accounting-test");
     static final String[] ADMIN = {"Authorization", "Bearer admin-secret-0123456789"};
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

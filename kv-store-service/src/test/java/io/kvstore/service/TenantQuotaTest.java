@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -13,8 +12,6 @@ import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -68,7 +65,6 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class TenantQuotaTest {
 
-    static final Path DATA_DIR = TempDirs.create("kvstore-quota-test");
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final String[] BETA = {"Authorization", "Bearer beta-token-0123456789"};
@@ -78,11 +74,6 @@ class TenantQuotaTest {
     static final String[] ZETA = {"Authorization", "Bearer zeta-token-0123456789"};
     static final String[] ADMIN = {"Authorization", "Bearer admin-secret-0123456789"};
     static final long BLOCK = TestLayout.BLOCK_BYTES;
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

@@ -106,15 +106,6 @@ final class ClusterNodes {
         return out.toByteArray();
     }
 
-    /** A new temporary directory, for a node's {@code kvstore.data-dir}. */
-    static Path tempDir(String prefix) {
-        try {
-            return java.nio.file.Files.createTempDirectory(prefix);
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
     /** Frames for {@code chain[from, to)}, each with its parent (null for the prompt's first block). */
     static byte[] frames(List<BlockHash> chain, int from, int to) throws IOException {
         ByteArrayOutputStream out = new ByteArrayOutputStream();

@@ -5,14 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvstore.block.BlockHash;
 import io.kvstore.service.security.Caller;
 import java.net.http.HttpResponse;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -39,16 +36,10 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class PeerSignedBodyTest {
 
-    static final Path DATA_DIR = ClusterNodes.tempDir("kvstore-peer-body-test");
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final String NS = "a-signed";
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final Caller ALPHA_CALLER = new Caller("alpha", "config-0", List.of(), List.of("a-*"), false, false);
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;

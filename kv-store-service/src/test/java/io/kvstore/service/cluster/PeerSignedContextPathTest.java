@@ -4,14 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.service.security.Caller;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.test.context.DynamicPropertyRegistry;
-import org.springframework.test.context.DynamicPropertySource;
 import tools.jackson.databind.json.JsonMapper;
 
 /**
@@ -38,16 +35,10 @@ import tools.jackson.databind.json.JsonMapper;
         })
 class PeerSignedContextPathTest {
 
-    static final Path DATA_DIR = ClusterNodes.tempDir("kvstore-peer-context-test");
     static final JsonMapper JSON = JsonMapper.builder().build();
     static final String NS = "a-context";
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final Caller ALPHA_CALLER = new Caller("alpha", "config-0", List.of(), List.of("a-*"), false, false);
-
-    @DynamicPropertySource
-    static void dataDir(DynamicPropertyRegistry registry) {
-        registry.add("kvstore.data-dir", DATA_DIR::toString);
-    }
 
     @LocalServerPort
     int port;
