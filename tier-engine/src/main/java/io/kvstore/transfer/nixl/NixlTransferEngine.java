@@ -189,7 +189,7 @@ public final class NixlTransferEngine implements TransferEngine {
 
             @Override
             public void close() {
-                registration.close();
+                closeQuietlyAfterEngine(registration::close);
             }
         };
     }
@@ -250,7 +250,24 @@ public final class NixlTransferEngine implements TransferEngine {
     private record NixlPeer(String name, String remoteAgent, NixlTransferEngine engine) implements Peer {
         @Override
         public void close() {
-            engine.agent.invalidateRemoteMetadata(remoteAgent);
+            engine.closeQuietlyAfterEngine(() -> engine.agent.invalidateRemoteMetadata(remoteAgent));
+        }
+    }
+
+    /**
+     * A region's or peer's close: after the engine's own, nothing (as with the UCX engine), since destroying the
+     * agent took its registrations and connections with it; racing it, the agent's refusal is not an error either.
+     */
+    private void closeQuietlyAfterEngine(Runnable close) {
+        if (closed.get()) {
+            return;
+        }
+        try {
+            close.run();
+        } catch (IllegalStateException refused) {
+            if (!closed.get()) {
+                throw refused;
+            }
         }
     }
 

@@ -302,6 +302,26 @@ class NixlTransferEngineTest {
                 .isEmpty();
     }
 
+    @Test
+    void regionsAndPeersClosedAfterTheirEngineCloseQuietly() throws Exception {
+        Set<String> backends = ucxBackends();
+        try (Arena arena = Arena.ofShared();
+                NixlTransferEngine store =
+                        new NixlTransferEngine("kvstore-late-close-store", backends, Duration.ofSeconds(5))) {
+            NixlTransferEngine engine = new NixlTransferEngine("kvstore-late-close", backends, Duration.ofSeconds(5));
+            LocalRegion region = engine.register(arena.allocate(1 << 20, 4096), MemoryKind.DRAM);
+            Peer peer = engine.connect("store", store.localAddress());
+            engine.close();
+
+            // as with the UCX engine: the agent took its registrations and connections with it
+            region.close();
+            peer.close();
+            assertThatThrownBy(() -> engine.register(arena.allocate(4096, 4096), MemoryKind.DRAM))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("closed");
+        }
+    }
+
     /** Repeats {@code call} until it is refused as closed; anything else it throws is {@code unexpected}. */
     private static void untilRefused(List<Throwable> unexpected, Runnable call) {
         while (true) {
