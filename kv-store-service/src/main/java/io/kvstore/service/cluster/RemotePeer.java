@@ -4,6 +4,7 @@ import io.kvstore.block.BlockHash;
 import io.kvstore.service.admin.AdminController;
 import io.kvstore.service.api.EngineResponses;
 import io.kvstore.service.api.FetchRequest;
+import io.kvstore.service.error.NonceRefusedException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.PeerCredentials;
@@ -21,6 +22,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -30,6 +33,11 @@ import tools.jackson.databind.json.JsonMapper;
  * node authenticated, signed ({@link PeerCredentials}), and the peer enforces that caller's tenant rules;
  * without it (older configurations) calls carry {@code kvstore.cluster.peer-token} and admin calls
  * {@code kvstore.admin-token}, and the peer applies that token's rules instead.
+ *
+ * <p>A signed call the peer refuses for its nonce or its run (409 of {@link NonceRefusedException#TYPE}: it took
+ * the same signed bytes already, as the JDK client's own retry of an idempotent call resends them, or the call names
+ * another run of the peer) did no work there; it is signed again, with a fresh nonce and the run the refusal named,
+ * and sent once more, on the lean probe client and the JDK's alike. One resend only: a second refusal is the answer.
  */
 public final class RemotePeer implements Peer {
 
@@ -42,6 +50,12 @@ public final class RemotePeer implements Peer {
     private final String adminToken;
     private final PeerCredentials credentials;
     private final PeerHttp probes;
+    /**
+     * The peer's run as its last refusal named it ({@value PeerCredentials#BOOT}), signed into every call; null until
+     * then. A peer restarted at the same address keeps this {@code RemotePeer}: its next call is refused naming the
+     * new run, learned here.
+     */
+    private volatile @Nullable String boot;
 
     RemotePeer(
             Member member,
@@ -110,9 +124,7 @@ public final class RemotePeer implements Peer {
         }
         PeerHttp.Call call;
         try {
-            // asked again for a probe sent again: every attempt is signed anew (a nonce is taken once)
-            call = probes.send(
-                    "POST", path, () -> headers(caller, "POST", path, token, body), "application/octet-stream", body);
+            call = sendProbe(caller, path, body);
         } catch (IOException e) {
             PeerException failed = unreachable(e);
             return () -> {
@@ -123,6 +135,9 @@ public final class RemotePeer implements Peer {
             PeerHttp.Response response;
             try {
                 response = call.answer();
+                if (nonceRefused(response.status(), response.body())) {
+                    response = sendProbe(caller, path, body).answer();
+                }
             } catch (IOException e) {
                 throw unreachable(e);
             }
@@ -130,31 +145,42 @@ public final class RemotePeer implements Peer {
         };
     }
 
+    /** One probe on the lean client; asked again for a probe sent again: every attempt is signed anew. */
+    private PeerHttp.Call sendProbe(Caller caller, String path, byte[] body) throws IOException {
+        return java.util.Objects.requireNonNull(probes)
+                .send("POST", path, () -> headers(caller, "POST", path, token, body), "application/octet-stream", body);
+    }
+
     /** The probe through the JDK's HTTP client, completed by its threads. */
     private CompletableFuture<Probe> probeAsync(Caller caller, String path, byte[] body, int asked) {
-        HttpRequest request = request(caller, "POST", path, body)
+        Supplier<HttpRequest> request = () -> request(caller, "POST", path, body)
                 .header("Content-Type", "application/octet-stream")
                 .build();
-        return http.sendAsync(request, HttpResponse.BodyHandlers.ofByteArray()).handle((response, error) -> {
-            try {
-                if (error != null) {
-                    Throwable cause =
-                            error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
-                    if (cause instanceof IOException io) {
-                        throw unreachable(io);
+        return http.sendAsync(request.get(), HttpResponse.BodyHandlers.ofByteArray())
+                .thenCompose(first -> nonceRefused(first.statusCode(), first.body())
+                        ? http.sendAsync(request.get(), HttpResponse.BodyHandlers.ofByteArray())
+                        : CompletableFuture.completedFuture(first))
+                .handle((response, error) -> {
+                    try {
+                        if (error != null) {
+                            Throwable cause = error instanceof CompletionException && error.getCause() != null
+                                    ? error.getCause()
+                                    : error;
+                            if (cause instanceof IOException io) {
+                                throw unreachable(io);
+                            }
+                            throw new CompletionException(cause);
+                        }
+                        return ProbeWire.parseAnswer(body(response.statusCode(), response.body()), asked, json);
+                    } catch (PeerException e) {
+                        throw new CompletionException(e);
                     }
-                    throw new CompletionException(cause);
-                }
-                return ProbeWire.parseAnswer(body(response.statusCode(), response.body()), asked, json);
-            } catch (PeerException e) {
-                throw new CompletionException(e);
-            }
-        });
+                });
     }
 
     @Override
     public EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException {
-        byte[] answer = send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks", frames)
+        byte[] answer = send(() -> request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks", frames)
                 .header("Content-Type", "application/octet-stream"));
         return json.readValue(answer, EngineResponses.Stored.class);
     }
@@ -163,20 +189,20 @@ public final class RemotePeer implements Peer {
     public byte[] fetch(Caller caller, String namespace, List<BlockHash> hashes) throws IOException {
         byte[] body = json.writeValueAsBytes(
                 new FetchRequest(hashes.stream().map(BlockHash::hex).toList()));
-        return send(request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:fetch", body)
+        return send(() -> request(caller, "POST", "/v1/namespaces/" + encode(namespace) + "/blocks:fetch", body)
                 .header("Content-Type", "application/json"));
     }
 
     @Override
     public boolean delete(Caller caller, String namespace, BlockHash hash) throws IOException {
-        return sendUnlessAbsent(request(
+        return sendUnlessAbsent(() -> request(
                         caller, "DELETE", "/v1/namespaces/" + encode(namespace) + "/blocks/" + hash.hex(), null))
                 != null;
     }
 
     @Override
     public int deleteNamespace(Caller caller, String namespace) throws IOException {
-        byte[] answer = sendUnlessAbsent(request(caller, "DELETE", "/v1/namespaces/" + encode(namespace), null));
+        byte[] answer = sendUnlessAbsent(() -> request(caller, "DELETE", "/v1/namespaces/" + encode(namespace), null));
         return answer == null
                 ? -1
                 : json.readValue(answer, EngineResponses.NamespaceDeleted.class).deletedBlocks();
@@ -184,27 +210,28 @@ public final class RemotePeer implements Peer {
 
     @Override
     public void declare(Caller caller, String namespace, NamespaceDeclaration declaration) throws IOException {
-        send(request(caller, "PUT", "/v1/namespaces/" + encode(namespace), json.writeValueAsBytes(declaration))
+        send(() -> request(caller, "PUT", "/v1/namespaces/" + encode(namespace), json.writeValueAsBytes(declaration))
                 .header("Content-Type", "application/json"));
     }
 
     @Override
     public boolean release(Caller caller, String leaseId) throws IOException {
-        return sendUnlessAbsent(request(caller, "DELETE", "/v1/leases/" + encode(leaseId), null)) != null;
+        return sendUnlessAbsent(() -> request(caller, "DELETE", "/v1/leases/" + encode(leaseId), null)) != null;
     }
 
     @Override
     public int pin(Caller caller, AdminController.PinRequest request, boolean pin, long revision) throws IOException {
-        byte[] answer = send(admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin", json.writeValueAsBytes(request))
-                .header("Content-Type", "application/json")
-                .header(PINS_REVISION, Long.toString(revision)));
+        byte[] answer =
+                send(() -> admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin", json.writeValueAsBytes(request))
+                        .header("Content-Type", "application/json")
+                        .header(PINS_REVISION, Long.toString(revision)));
         JsonNode counts = json.readTree(answer);
         return counts.path(pin ? "pinnedBlocks" : "unpinnedBlocks").asInt();
     }
 
     @Override
     public AdminController.Tiers tiers(Caller caller) throws IOException {
-        return json.readValue(send(admin(caller, "GET", "/admin/tiers", null)), AdminController.Tiers.class);
+        return json.readValue(send(() -> admin(caller, "GET", "/admin/tiers", null)), AdminController.Tiers.class);
     }
 
     /** A call to the peer's admin API: the signed caller, or else this cluster's admin token. */
@@ -238,7 +265,7 @@ public final class RemotePeer implements Peer {
         Map<String, String> headers = new LinkedHashMap<>();
         headers.put(FORWARDED, self.name());
         if (credentials.configured()) {
-            headers.putAll(credentials.sign(member.name(), method, path, caller, body));
+            headers.putAll(credentials.sign(member.name(), boot, method, path, caller, body));
         } else if (bearer != null && !bearer.isBlank()) {
             headers.put("Authorization", "Bearer " + bearer);
         }
@@ -246,7 +273,7 @@ public final class RemotePeer implements Peer {
     }
 
     /** The answer's body, or null when the peer answered 404 (it does not hold what was named). */
-    private byte[] sendUnlessAbsent(HttpRequest.Builder request) throws PeerException {
+    private byte[] sendUnlessAbsent(Supplier<HttpRequest.Builder> request) throws PeerException {
         try {
             return send(request);
         } catch (PeerException e) {
@@ -257,16 +284,54 @@ public final class RemotePeer implements Peer {
         }
     }
 
-    private byte[] send(HttpRequest.Builder request) throws PeerException {
-        HttpResponse<byte[]> response;
+    /**
+     * The answer's body; {@code request} is asked for each attempt, so a call the peer refused for its nonce is
+     * signed again ({@link #nonceRefused}) and sent once more.
+     */
+    private byte[] send(Supplier<HttpRequest.Builder> request) throws PeerException {
+        HttpResponse<byte[]> response = exchange(request.get());
+        if (nonceRefused(response.statusCode(), response.body())) {
+            response = exchange(request.get());
+        }
+        return body(response.statusCode(), response.body());
+    }
+
+    private HttpResponse<byte[]> exchange(HttpRequest.Builder request) throws PeerException {
         try {
-            response = http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
+            return http.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
         } catch (IOException e) {
             throw unreachable(e);
         } catch (InterruptedException e) {
             throw interrupted(e);
         }
-        return body(response.statusCode(), response.body());
+    }
+
+    /**
+     * Whether the peer refused a signed call for its nonce alone (409 of {@link NonceRefusedException#TYPE}): it
+     * took the same signed bytes before (the JDK client's own retry of an idempotent call on a stale pooled
+     * connection resends them, and a party on the path may deliver a captured copy first), or the call fell below
+     * this node's replay window there. The peer did the call's work at most once, and the caller still waits for
+     * its answer, so the call is signed again, with a fresh nonce, and sent once more; a second refusal is the
+     * answer. Any other 409 (a namespace redeclared, a block held) is the peer's answer and is not sent again.
+     */
+    private boolean nonceRefused(int status, byte[] body) {
+        if (status != 409 || !credentials.configured()) {
+            return false;
+        }
+        JsonNode problem;
+        try {
+            problem = json.readTree(body);
+        } catch (RuntimeException notJson) {
+            return false;
+        }
+        if (!NonceRefusedException.is(status, problem.path("type").asString(null))) {
+            return false;
+        }
+        String run = problem.path(NonceRefusedException.BOOT).asString(null);
+        if (run != null) {
+            boot = run;
+        }
+        return true;
     }
 
     /** Keeps the thread's interrupt and answers 503: the call to the peer was abandoned, not refused. */

@@ -138,6 +138,15 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
         return respond(problem(HttpStatus.CONFLICT, "Conflict", e.getMessage()));
     }
 
+    /** 409 of its own type, with this node's run id, so the calling node signs the call again and resends it. */
+    @ExceptionHandler(NonceRefusedException.class)
+    ResponseEntity<Object> nonceRefused(NonceRefusedException e) {
+        ProblemDetail problem = problem(HttpStatus.CONFLICT, "Conflict", e.getMessage());
+        problem.setType(URI.create(NonceRefusedException.TYPE));
+        problem.setProperty(NonceRefusedException.BOOT, e.boot());
+        return respond(problem);
+    }
+
     @ExceptionHandler(PayloadTooLargeException.class)
     ResponseEntity<Object> tooLarge(PayloadTooLargeException e) {
         return respond(problem(HttpStatus.CONTENT_TOO_LARGE, "Request body too large", e.getMessage()));

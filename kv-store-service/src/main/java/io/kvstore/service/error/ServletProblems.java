@@ -26,8 +26,26 @@ public final class ServletProblems {
             String detail,
             @Nullable Object field)
             throws IOException {
+        write(request, response, json, status, title, detail, field, "about:blank", Map.of());
+    }
+
+    /**
+     * As {@link #write(HttpServletRequest, HttpServletResponse, JsonMapper, int, String, String, Object)}, of
+     * problem type {@code type} and with the members {@code extra} too.
+     */
+    public static void write(
+            HttpServletRequest request,
+            HttpServletResponse response,
+            JsonMapper json,
+            int status,
+            String title,
+            String detail,
+            @Nullable Object field,
+            String type,
+            Map<String, ?> extra)
+            throws IOException {
         Map<String, Object> body = new LinkedHashMap<>();
-        body.put("type", "about:blank");
+        body.put("type", type);
         body.put("title", title);
         body.put("status", status);
         body.put("detail", detail);
@@ -35,6 +53,7 @@ public final class ServletProblems {
         if (field != null) {
             body.put("field", field);
         }
+        body.putAll(extra);
         byte[] bytes = json.writeValueAsBytes(body);
         response.setStatus(status);
         response.setContentType("application/problem+json");

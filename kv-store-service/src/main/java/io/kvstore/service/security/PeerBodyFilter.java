@@ -1,7 +1,7 @@
 package io.kvstore.service.security;
 
-import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.ForbiddenException;
+import io.kvstore.service.error.NonceRefusedException;
 import io.kvstore.service.error.PayloadTooLargeException;
 import io.kvstore.service.error.ServletProblems;
 import io.kvstore.service.error.TooManyRequestsException;
@@ -19,6 +19,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
+import java.util.Map;
 import org.springframework.core.Ordered;
 import org.springframework.web.filter.OncePerRequestFilter;
 import tools.jackson.databind.json.JsonMapper;
@@ -30,8 +31,9 @@ import tools.jackson.databind.json.JsonMapper;
  * node buffer bodies), then the body against the SHA-256 the signature covers ({@value PeerCredentials#BODY}):
  * it is read whole (held to the body limits by {@code BodySizeLimitFilter}, which runs first), hashed, and
  * handed on from memory; one that does not match is answered 401 problem JSON and never used. Only then is the
- * call's nonce taken ({@link PeerCredentials#take}): 409 problem JSON when this node took it already (a captured
- * call sent again) or it is below its sender's replay window, 429 when it is a new sender's and this node keeps as
+ * call's nonce taken ({@link PeerCredentials#take}): 409 problem JSON of type {@link NonceRefusedException#TYPE}
+ * when this node took it already (a captured call sent again) or it is below its sender's replay window (the
+ * calling node signs it again and resends it once), 429 when it is a new sender's and this node keeps as
  * many senders as it may; a changed body uses up no nonce. The verified
  * caller is left as {@link PeerCredentials#VERIFIED}, so it is not checked again. Requests without a
  * forwarded caller, and every request where no {@code kvstore.cluster.secret} is set, pass untouched (the
@@ -67,6 +69,9 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
         } catch (ForbiddenException e) {
             refuse(request, response, 403, "Forbidden", e.getMessage());
             return;
+        } catch (NonceRefusedException e) {
+            refuseNonce(request, response, e);
+            return;
         }
         String signed =
                 java.util.Objects.requireNonNull(request.getHeader(PeerCredentials.BODY), "checked by forwarded");
@@ -91,8 +96,8 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
         }
         try {
             credentials.take(call);
-        } catch (ConflictException e) {
-            refuse(request, response, 409, "Conflict", e.getMessage());
+        } catch (NonceRefusedException e) {
+            refuseNonce(request, response, e);
             return;
         } catch (TooManyRequestsException e) {
             refuse(request, response, 429, "Too Many Requests", e.getMessage());
@@ -103,6 +108,21 @@ public final class PeerBodyFilter extends OncePerRequestFilter implements Ordere
         }
         request.setAttribute(PeerCredentials.VERIFIED, call.caller());
         chain.doFilter(new Read(request, body), response);
+    }
+
+    /** 409 of the type that tells the calling node to sign the call again and resend it, with this node's run. */
+    private void refuseNonce(HttpServletRequest request, HttpServletResponse response, NonceRefusedException e)
+            throws IOException {
+        ServletProblems.write(
+                request,
+                response,
+                json,
+                409,
+                "Conflict",
+                e.getMessage(),
+                null,
+                NonceRefusedException.TYPE,
+                Map.of(NonceRefusedException.BOOT, e.boot()));
     }
 
     private void refuse(

@@ -1,7 +1,7 @@
 package io.kvstore.service.security;
 
-import io.kvstore.service.error.ConflictException;
 import io.kvstore.service.error.ForbiddenException;
+import io.kvstore.service.error.NonceRefusedException;
 import io.kvstore.service.error.TooManyRequestsException;
 import jakarta.servlet.http.HttpServletRequest;
 import java.nio.charset.StandardCharsets;
@@ -56,6 +56,18 @@ import tools.jackson.databind.json.JsonMapper;
  * taken from. The node keeps the windows of at most {@code kvstore.cluster.peer-senders} sending processes (8 KiB
  * each), forgetting one {@link SeenNonces#idleSeconds} after its last accepted call; past that it refuses calls of
  * new senders with 429 rather than forget a live one.
+ *
+ * <p>The windows live in memory, so a restarted node has forgotten the nonces its earlier run took. Each run of a
+ * node therefore draws a random id at start ({@link #boot}), and each signed call names the run of the node it is
+ * meant for ({@value #BOOT}, covered by the signature); a node takes only calls signed for its own run, so a call
+ * captured before it restarted cannot be sent to it again within the skew window. A call signed for another run (an
+ * earlier one, or {@value #UNKNOWN_BOOT} before the caller learned any) is refused like a repeated nonce ({@link
+ * NonceRefusedException}, 409 of its own type naming this run), before its body is read, and the calling node signs
+ * it again for the run named. Why not refuse calls signed before this node started: timestamps come from the
+ * caller's clock, up to {@link #MAX_SKEW_SECONDS} apart from this node's, so that check would either refuse a
+ * lagging node's legitimate calls for minutes after every restart or let calls captured in the minutes before the
+ * restart through; a run id needs no clock. The id is learned from the refusal rather than from the member set, so a
+ * node's first call to each peer run costs one more round trip.
  */
 public final class PeerCredentials {
 
@@ -63,7 +75,7 @@ public final class PeerCredentials {
     public static final String CALLER = "Kvstore-Caller";
     /**
      * {@code <unix seconds>.<hex HMAC-SHA256>} over timestamp, method, path, {@value #CALLER}, {@value #BODY},
-     * {@value #TARGET}, {@value #FORWARDED} and {@value #NONCE}.
+     * {@value #TARGET}, {@value #FORWARDED}, {@value #NONCE} and {@value #BOOT}.
      */
     public static final String SIGNATURE = "Kvstore-Peer-Signature";
     /** The hex SHA-256 of the request body (of no bytes when there is none), covered by {@value #SIGNATURE}. */
@@ -80,6 +92,15 @@ public final class PeerCredentials {
      * within the window.
      */
     public static final String NONCE = "Kvstore-Peer-Nonce";
+    /**
+     * The run of the called node the call is signed for: the 16 hex digits that node drew when it started, as the
+     * calling node learned them from its refusal ({@link NonceRefusedException#BOOT}); covered by {@value
+     * #SIGNATURE}. A node takes only calls signed for its own run, so a call captured before it restarted is refused
+     * by the next run, which no longer knows the nonces the earlier one took.
+     */
+    public static final String BOOT = "Kvstore-Peer-Boot";
+    /** What a calling node signs into {@value #BOOT} before it learned the called node's run: refused, then learned. */
+    public static final String UNKNOWN_BOOT = "unknown";
 
     static final long MAX_SKEW_SECONDS = 300;
     /**
@@ -101,6 +122,11 @@ public final class PeerCredentials {
     private final int capacity;
     /** This process's half of every nonce it signs: two nodes, or two runs of one, never send the same. */
     private final long noncePrefix = new SecureRandom().nextLong();
+    /**
+     * This run of this node, 16 hex digits drawn at start: a signed call must name it ({@value #BOOT}), and a refusal
+     * of a call's nonce or run names it ({@link NonceRefusedException}) so the caller signs the call again for it.
+     */
+    private final String boot = HexFormat.of().toHexDigits(new SecureRandom().nextLong());
     /** The calls signed for each target node, counted from 1: the other half of each nonce. */
     private final Map<String, AtomicLong> calls = new ConcurrentHashMap<>();
 
@@ -126,21 +152,29 @@ public final class PeerCredentials {
         this.seen = new SeenNonces(MAX_SKEW_SECONDS, senders);
     }
 
+    /** This run of this node: what calls signed for it must name in {@value #BOOT}. */
+    public String boot() {
+        return boot;
+    }
+
     /** Whether {@code kvstore.cluster.secret} is set: only then are callers forwarded and accepted. */
     public boolean configured() {
         return secret != null;
     }
 
     /**
-     * The six headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
-     * (empty for a call without one) from this node to the node named {@code target} in the member set.
+     * The seven headers that carry {@code caller} on a call of {@code method} to {@code path} with {@code body}
+     * (empty for a call without one) from this node to the node named {@code target} in the member set, in its run
+     * {@code targetBoot} (null when this node has not learned it yet: {@value #UNKNOWN_BOOT}, refused and learned).
      */
-    public Map<String, String> sign(String target, String method, String path, Caller caller, byte[] body) {
+    public Map<String, String> sign(
+            String target, @Nullable String targetBoot, String method, String path, Caller caller, byte[] body) {
         String encoded = Base64.getUrlEncoder().withoutPadding().encodeToString(json.writeValueAsBytes(caller));
         String digest = digest(body);
         long now = clock.instant().getEpochSecond();
         long count = calls.computeIfAbsent(target, t -> new AtomicLong()).incrementAndGet();
         String nonce = new SeenNonces.Nonce(noncePrefix, count).toString();
+        String run = targetBoot == null ? UNKNOWN_BOOT : targetBoot;
         return Map.of(
                 CALLER,
                 encoded,
@@ -152,8 +186,11 @@ public final class PeerCredentials {
                 node,
                 NONCE,
                 nonce,
+                BOOT,
+                run,
                 SIGNATURE,
-                now + "." + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target, node, nonce)));
+                now + "."
+                        + HexFormat.of().formatHex(mac(now, method, path, encoded, digest, target, node, nonce, run)));
     }
 
     /** The hex SHA-256 of {@code body}, as {@value #BODY} carries it. */
@@ -171,7 +208,8 @@ public final class PeerCredentials {
      *
      * @throws ForbiddenException when it forwards one without a valid signature (unset secret, wrong secret,
      *     another request's signature, one signed for another node, or a stale one)
-     * @throws ConflictException when this node took the call's nonce already (a replay), or it is below its
+     * @throws NonceRefusedException when it was signed for another run of this node ({@value #BOOT}: one before a
+     *     restart), or this node took the call's nonce already (a replay), or it is below its
      *     sender's replay window
      * @throws TooManyRequestsException when the call is a new sender's and this node keeps as many as it may
      */
@@ -193,6 +231,7 @@ public final class PeerCredentials {
      * null when the request forwards no caller.
      *
      * @throws ForbiddenException as {@link #forwarded}
+     * @throws NonceRefusedException when it was signed for another run of this node ({@value #BOOT})
      */
     @Nullable
     Signed verify(HttpServletRequest request) {
@@ -240,7 +279,14 @@ public final class PeerCredentials {
         if (nonce == null) {
             throw new ForbiddenException("a forwarded caller needs a " + NONCE + " of 32 hex digits");
         }
-        byte[] expected = mac(at, request.getMethod(), signedPath(request), encoded, digest, target, from, nonceHeader);
+        String run = request.getHeader(BOOT);
+        if (run == null) {
+            throw new ForbiddenException("a forwarded caller needs a " + BOOT + " header (the run of the node the call "
+                    + "is meant for, covered by " + SIGNATURE + "); nodes of older releases do not send it: upgrade "
+                    + "every node");
+        }
+        byte[] expected =
+                mac(at, request.getMethod(), signedPath(request), encoded, digest, target, from, nonceHeader, run);
         if (!MessageDigest.isEqual(given, expected)) {
             throw new ForbiddenException("the forwarded caller's " + SIGNATURE
                     + " does not match: the calling node does not share this node's kvstore.cluster.secret");
@@ -253,6 +299,16 @@ public final class PeerCredentials {
         if (!target.equals(node)) {
             throw new ForbiddenException("the forwarded call was signed for node '" + target + "', this is node '"
                     + node + "' (kvstore.cluster.node-name): a call meant for another node, replayed here");
+        }
+        // a run this node's replay windows do not cover: an earlier run's call captured and sent again, or a caller
+        // that has not learned this run yet; no work done, so the caller signs it again for the run named here
+        if (!run.equals(boot)) {
+            throw new NonceRefusedException(
+                    "this signed call was signed for run " + run + " of node '" + node
+                            + "', this is its run " + boot + " (" + BOOT
+                            + "): a call signed before this node (re)started, "
+                            + "whose nonce this run cannot tell from a replay; sign it again for this run",
+                    boot);
         }
         if (Math.abs(clock.instant().getEpochSecond() - at) > MAX_SKEW_SECONDS) {
             throw new ForbiddenException("the forwarded caller's signature is more than " + MAX_SKEW_SECONDS
@@ -270,7 +326,7 @@ public final class PeerCredentials {
     /**
      * Takes the nonce of a call {@link #verify} passed: each once, in its sender's replay window.
      *
-     * @throws ConflictException when it was taken already (the call was accepted here before, this is a replay), or
+     * @throws NonceRefusedException when it was taken already (the call was accepted here before, this is a replay), or
      *     it is below its sender's window (too old to tell: the sender may sign the call again)
      * @throws TooManyRequestsException when it is a new sender's and this node keeps the windows of {@code
      *     kvstore.cluster.peer-senders} senders, all live: refused rather than one forgotten, which would let its
@@ -281,12 +337,16 @@ public final class PeerCredentials {
         switch (seen.accept(signed.at(), signed.nonce(), clock.instant().getEpochSecond())) {
             case ACCEPTED -> {}
             case REPLAYED ->
-                throw new ConflictException("this signed call (" + NONCE + " " + signed.nonce() + ", signed at "
-                        + signed.at() + ") was already accepted by this node: a captured call replayed, refused");
+                throw new NonceRefusedException(
+                        "this signed call (" + NONCE + " " + signed.nonce() + ", signed at " + signed.at()
+                                + ") was already accepted by this node: a captured call replayed, refused",
+                        boot);
             case TOO_OLD ->
-                throw new ConflictException("this signed call (" + NONCE + " " + signed.nonce() + ") is older than "
-                        + "the replay window of its sender: " + SeenNonces.WINDOW + " later calls of the sending node "
-                        + "reached this node first, so it cannot be told from a replay; sign it again (a new nonce)");
+                throw new NonceRefusedException(
+                        "this signed call (" + NONCE + " " + signed.nonce() + ") is older than the replay window of "
+                                + "its sender: " + SeenNonces.WINDOW + " later calls of the sending node reached "
+                                + "this node first, so it cannot be told from a replay; sign it again (a new nonce)",
+                        boot);
             case FULL ->
                 throw new TooManyRequestsException("this node keeps the replay windows of " + capacity + " sending "
                         + "processes (kvstore.cluster.peer-senders), each with a call accepted in the last "
@@ -310,12 +370,20 @@ public final class PeerCredentials {
     }
 
     private byte[] mac(
-            long at, String method, String path, String caller, String body, String target, String from, String nonce) {
+            long at,
+            String method,
+            String path,
+            String caller,
+            String body,
+            String target,
+            String from,
+            String nonce,
+            String run) {
         try {
             Mac mac = Mac.getInstance("HmacSHA256");
             mac.init(new SecretKeySpec(java.util.Objects.requireNonNull(secret), "HmacSHA256"));
             return mac.doFinal((at + "\n" + method + "\n" + path + "\n" + caller + "\n" + body + "\n" + target + "\n"
-                            + from + "\n" + nonce)
+                            + from + "\n" + nonce + "\n" + run)
                     .getBytes(StandardCharsets.UTF_8));
         } catch (NoSuchAlgorithmException | InvalidKeyException e) {
             throw new IllegalStateException(e);

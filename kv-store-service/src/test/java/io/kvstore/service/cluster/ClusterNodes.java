@@ -66,6 +66,12 @@ final class ClusterNodes {
             return "http://127.0.0.1:" + port;
         }
 
+        /** This run of the node, which calls signed for it name. */
+        String boot() {
+            return context.getBean(io.kvstore.service.security.PeerCredentials.class)
+                    .boot();
+        }
+
         @Override
         public void close() {
             context.close();

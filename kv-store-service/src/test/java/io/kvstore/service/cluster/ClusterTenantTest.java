@@ -149,7 +149,7 @@ class ClusterTenantTest {
         if (secret != null) {
             // Kvstore-Forwarded-By among them
             new PeerCredentials(secret, "a", JSON, Clock.systemUTC())
-                    .sign("b", "POST", path, caller, body)
+                    .sign("b", b.boot(), "POST", path, caller, body)
                     .forEach(builder::header);
         } else {
             String encoded =
@@ -181,7 +181,7 @@ class ClusterTenantTest {
     @Test
     void aProbeWhoseBodyWasChangedAfterTheSendingNodeSignedItIsRefused() throws Exception {
         OnThePath.Captured signed;
-        try (OnThePath path = new OnThePath()) {
+        try (OnThePath path = new OnThePath(b.boot())) {
             path.peer().sendProbe(ALPHA_CALLER, NS, prompt.subList(0, 1), false).answer();
             signed = path.last();
         }
@@ -198,7 +198,8 @@ class ClusterTenantTest {
     void aCallSignedForOneNodeIsRefusedByAnotherSharingTheSecret() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4242);
         // a store node b sends to node a, captured on its way to a
-        OnThePath.Captured signed = OnThePath.capturedStore("a", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        OnThePath.Captured signed =
+                OnThePath.capturedStore("a", a.boot(), ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
 
         // replayed to node b, which shares the secret but was never addressed: refused before it stores
         var replayed = OnThePath.passOn(b.base(), signed, signed.body());
@@ -226,7 +227,8 @@ class ClusterTenantTest {
     void aCallReplayedToTheNodeItWasSignedForIsRefused() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4444);
         // a store node a sends to node b, captured on its way to b
-        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        OnThePath.Captured signed =
+                OnThePath.capturedStore("b", b.boot(), ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
         var delivered = OnThePath.passOn(b.base(), signed, signed.body());
         assertThat(delivered.statusCode()).as(new String(delivered.body())).isEqualTo(200);
 
@@ -240,7 +242,8 @@ class ClusterTenantTest {
                 .contains("replayed");
 
         // a call signed anew (another nonce) for the same store is taken: only the repeat is refused
-        OnThePath.Captured again = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        OnThePath.Captured again =
+                OnThePath.capturedStore("b", b.boot(), ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
         assertThat(header(again, PeerCredentials.NONCE)).isNotEqualTo(header(signed, PeerCredentials.NONCE));
         var resigned = OnThePath.passOn(b.base(), again, again.body());
         assertThat(resigned.statusCode()).as(new String(resigned.body())).isEqualTo(200);
@@ -258,7 +261,8 @@ class ClusterTenantTest {
     void aSignedCallStrippedOfItsForwardedByHeaderIsNotRoutedOnToOtherNodes() throws Exception {
         List<BlockHash> fresh = ClusterNodes.chain(1, 4343);
         // a store node a sends to node b, captured on its way to b
-        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
+        OnThePath.Captured signed =
+                OnThePath.capturedStore("b", b.boot(), ALPHA_CALLER, NS, ClusterNodes.frames(fresh, 0, 1));
 
         // without the header b would take it for an engine's call and route it to the block's owners, signing
         // for each of them anew: the replay to other nodes the signed target prevents

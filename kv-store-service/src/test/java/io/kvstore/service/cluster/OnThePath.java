@@ -1,6 +1,7 @@
 package io.kvstore.service.cluster;
 
 import com.sun.net.httpserver.HttpServer;
+import io.kvstore.service.error.NonceRefusedException;
 import io.kvstore.service.security.PeerCredentials;
 import java.io.IOException;
 import java.net.InetSocketAddress;
@@ -18,7 +19,9 @@ import tools.jackson.databind.json.JsonMapper;
 
 /**
  * A party on the path between two nodes: a {@link RemotePeer} whose calls reach it, signed with the cluster's
- * secret, and which it can send on to a real node as they were, or with another body.
+ * secret, and which it can send on to a real node as they were, or with another body. It answers as the node in
+ * its run {@code boot} would: a call signed for another run ({@value PeerCredentials#BOOT}, as the first call of a
+ * peer that has not learned it yet) is refused for its nonce, naming the run, so the peer signs it again for it.
  */
 final class OnThePath implements AutoCloseable {
 
@@ -30,9 +33,20 @@ final class OnThePath implements AutoCloseable {
     private final AtomicReference<Captured> last = new AtomicReference<>();
     private final HttpServer server;
 
-    OnThePath() throws IOException {
+    /** @param boot the run of the node the calls are meant for ({@link PeerCredentials#boot}) */
+    OnThePath(String boot) throws IOException {
         server = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         server.createContext("/", exchange -> {
+            if (!boot.equals(exchange.getRequestHeaders().getFirst(PeerCredentials.BOOT))) {
+                byte[] refusal = JSON.writeValueAsBytes(
+                        Map.of("type", NonceRefusedException.TYPE, "status", 409, NonceRefusedException.BOOT, boot));
+                exchange.getRequestBody().readAllBytes();
+                exchange.getResponseHeaders().add("Content-Type", "application/problem+json");
+                exchange.sendResponseHeaders(409, refusal.length);
+                exchange.getResponseBody().write(refusal);
+                exchange.close();
+                return;
+            }
             Map<String, String> headers = new LinkedHashMap<>();
             exchange.getRequestHeaders().forEach((name, values) -> headers.put(name, values.getFirst()));
             last.set(new Captured(
@@ -53,11 +67,12 @@ final class OnThePath implements AutoCloseable {
 
     /**
      * The store of {@code frames} into {@code ns} for {@code caller} that node "a" sends to the peer named
-     * {@code node}, as it was captured on its way there.
+     * {@code node}, in its run {@code boot}, as it was captured on its way there.
      */
-    static Captured capturedStore(String node, io.kvstore.service.security.Caller caller, String ns, byte[] frames)
+    static Captured capturedStore(
+            String node, String boot, io.kvstore.service.security.Caller caller, String ns, byte[] frames)
             throws IOException {
-        try (OnThePath path = new OnThePath()) {
+        try (OnThePath path = new OnThePath(boot)) {
             try {
                 path.peer(node).store(caller, ns, frames);
             } catch (RuntimeException | IOException ignored) {

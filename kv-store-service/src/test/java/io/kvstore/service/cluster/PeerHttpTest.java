@@ -287,6 +287,66 @@ class PeerHttpTest {
         assertThat(seen.get(2).body()).isEqualTo(seen.get(1).body());
     }
 
+    /** A peer "node-2" signing for which node-1 shares the cluster secret, at {@code address}. */
+    private static RemotePeer signingPeerAt(String address) {
+        JsonMapper json = JsonMapper.builder().build();
+        return new RemotePeer(
+                new Member("node-2", address, 1),
+                new Member("node-1", "http://127.0.0.1:1", 1),
+                java.net.http.HttpClient.newHttpClient(),
+                json,
+                Duration.ofSeconds(30),
+                null,
+                null,
+                new PeerCredentials("a-cluster-secret-of-some-length", "node-1", json, Clock.systemUTC()));
+    }
+
+    private static String conflict(String type) {
+        String problem = "{\"type\":\"" + type + "\",\"title\":\"Conflict\",\"status\":409,"
+                + "\"detail\":\"refused\",\"boot\":\"00000000000000aa\"}";
+        return "HTTP/1.1 409 \r\nContent-Type: application/problem+json\r\nContent-Length: " + problem.length()
+                + "\r\n\r\n" + problem;
+    }
+
+    @Test
+    void aProbeThePeerRefusesForItsNonceIsSignedAgainAndSentOnce() throws Exception {
+        String held = new String(new byte[] {(byte) TierId.DRAM.ordinal()}, StandardCharsets.ISO_8859_1);
+        RemotePeer peer = signingPeerAt(
+                serve(n -> n == 1 ? conflict(io.kvstore.service.error.NonceRefusedException.TYPE) : ok(held)));
+
+        assertThat(peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer().tiers())
+                .containsExactly("DRAM");
+
+        assertThat(seen).hasSize(2);
+        assertThat(seen)
+                .extracting(s -> s.headers().get(PeerCredentials.NONCE.toLowerCase(java.util.Locale.ROOT)))
+                .doesNotContainNull()
+                .doesNotHaveDuplicates();
+        assertThat(seen.get(1).body()).isEqualTo(seen.get(0).body());
+    }
+
+    @Test
+    void aProbeRefusedForItsNonceTwiceFailsAfterOneResend() throws Exception {
+        RemotePeer peer = signingPeerAt(serve(n -> conflict(io.kvstore.service.error.NonceRefusedException.TYPE)));
+
+        assertThatThrownBy(() ->
+                        peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer())
+                .isInstanceOfSatisfying(
+                        PeerException.class, e -> assertThat(e.status()).isEqualTo(409));
+        assertThat(seen).hasSize(2);
+    }
+
+    @Test
+    void anotherConflictOfAProbeIsNotSentAgain() throws Exception {
+        RemotePeer peer = signingPeerAt(serve(n -> conflict("about:blank")));
+
+        assertThatThrownBy(() ->
+                        peer.sendProbe(Caller.LOCAL, "ns", hashes(1), false).answer())
+                .isInstanceOfSatisfying(
+                        PeerException.class, e -> assertThat(e.status()).isEqualTo(409));
+        assertThat(seen).hasSize(1);
+    }
+
     @Test
     void aProbeThePeerFailsWith500IsA502CarryingThePeersDetail() throws Exception {
         String problem = "{\"title\":\"Internal Server Error\",\"status\":500,\"detail\":\"disk on fire\"}";

@@ -44,6 +44,9 @@ class PeerSignedBodyTest {
     @LocalServerPort
     int port;
 
+    @org.springframework.beans.factory.annotation.Autowired
+    io.kvstore.service.security.PeerCredentials credentials;
+
     private String base() {
         return "http://127.0.0.1:" + port;
     }
@@ -64,7 +67,8 @@ class PeerSignedBodyTest {
         assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
         BlockHash hash = ClusterNodes.chain(1, 7001).getFirst();
         byte[] genuine = ClusterNodes.content(hash);
-        OnThePath.Captured signed = OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frame(hash, genuine));
+        OnThePath.Captured signed =
+                OnThePath.capturedStore("b", credentials.boot(), ALPHA_CALLER, NS, ClusterNodes.frame(hash, genuine));
         byte[] forged = genuine.clone();
         Arrays.fill(forged, 0, 64, (byte) 0x5A);
 

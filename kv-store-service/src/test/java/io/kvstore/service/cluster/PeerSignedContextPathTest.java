@@ -43,6 +43,9 @@ class PeerSignedContextPathTest {
     @LocalServerPort
     int port;
 
+    @org.springframework.beans.factory.annotation.Autowired
+    io.kvstore.service.security.PeerCredentials credentials;
+
     /** The node's address as it registers it: with its context path. */
     private String base() {
         return "http://127.0.0.1:" + port + "/kv";
@@ -80,8 +83,8 @@ class PeerSignedContextPathTest {
         var declared = ClusterNodes.send(base(), "PUT", "/v1/namespaces/" + NS, ClusterNodes.DECLARATION, ALPHA);
         assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
         BlockHash hash = ClusterNodes.chain(1, 7102).getFirst();
-        OnThePath.Captured signed =
-                OnThePath.capturedStore("b", ALPHA_CALLER, NS, ClusterNodes.frame(hash, ClusterNodes.content(hash)));
+        OnThePath.Captured signed = OnThePath.capturedStore(
+                "b", credentials.boot(), ALPHA_CALLER, NS, ClusterNodes.frame(hash, ClusterNodes.content(hash)));
         // the store's signature on a store into another namespace below the context path
         var moved = new OnThePath.Captured("PUT", "/v1/namespaces/" + NS + "x/blocks", signed.headers(), signed.body());
         assertThat(OnThePath.passOn(base(), moved, signed.body()).statusCode()).isEqualTo(403);

@@ -3,7 +3,7 @@ package io.kvstore.service.security;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.kvstore.service.error.ConflictException;
+import io.kvstore.service.error.NonceRefusedException;
 import io.kvstore.service.security.SeenNonces.Nonce;
 import io.kvstore.service.security.SeenNonces.Outcome;
 import java.time.Clock;
@@ -125,12 +125,13 @@ class SeenNoncesTest {
 
         assertThatThrownBy(() -> node.take(new PeerCredentials.Signed(Caller.LOCAL, NOW, new Nonce(7, 2))))
                 .as("the lowest count the window holds, taken before")
-                .isInstanceOf(ConflictException.class)
+                .isInstanceOfSatisfying(
+                        NonceRefusedException.class, e -> assertThat(e.boot()).isEqualTo(node.boot()))
                 .hasMessageContaining("already accepted")
                 .hasMessageContaining("replayed");
         assertThatThrownBy(() -> node.take(new PeerCredentials.Signed(Caller.LOCAL, NOW, new Nonce(7, 1))))
                 .as("never taken, but below the window")
-                .isInstanceOf(ConflictException.class)
+                .isInstanceOf(NonceRefusedException.class)
                 .hasMessageContaining("older than the replay window")
                 .hasMessageContaining("sign it again");
     }
