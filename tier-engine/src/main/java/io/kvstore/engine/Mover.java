@@ -243,15 +243,19 @@ final class Mover implements AutoCloseable {
                 residency.read(
                         entry,
                         (tier, rec, bytes) -> {
-                            if (entry.residentIn(to)) {
-                                return Boolean.FALSE;
+                            if (entry.residentIn(to) || !residency.beginCopy(entry)) {
+                                return Boolean.FALSE; // there already, or deleted meanwhile
                             }
-                            writeWhileHeld(durable, entry, record.length(), () -> durable.write(record, bytes));
-                            if (addCopy(entry, to, record)) {
-                                stack.policy(to).onInsert(entry.key(), entry.parentKey());
-                                events.moved(from, to, entry.length(), System.nanoTime() - start);
-                            } else {
-                                durable.delete(entry.key());
+                            try {
+                                writeWhileHeld(durable, entry, record.length(), () -> durable.write(record, bytes));
+                                if (addCopy(entry, to, record)) {
+                                    stack.policy(to).onInsert(entry.key(), entry.parentKey());
+                                    events.moved(from, to, entry.length(), System.nanoTime() - start);
+                                } else {
+                                    Residency.removeUnrecorded(durable, entry.key()); // a delete won
+                                }
+                            } finally {
+                                residency.endCopy(entry);
                             }
                             return Boolean.TRUE;
                         },
@@ -330,7 +334,6 @@ final class Mover implements AutoCloseable {
      *     caller then falls back to one block at a time, which also makes room in the tier below)
      */
     private int demoteBatch(TierId id, TierId below, long excessBytes) {
-        BlockTier from = stack.get(id);
         BlockTier to = stack.get(below);
         TierPolicy policy = stack.policy(id);
         List<CatalogEntry> claimed = new ArrayList<>();
@@ -355,12 +358,27 @@ final class Mover implements AutoCloseable {
                 entry.abortMove();
                 continue;
             }
+            if (!residency.beginCopy(entry)) {
+                entry.abortMove(); // deleted meanwhile: the delete frees the slot
+                continue;
+            }
             claimed.add(entry);
             bytes += entry.length();
         }
         if (claimed.isEmpty()) {
             return 0;
         }
+        try {
+            return demoteClaimed(id, below, claimed);
+        } finally {
+            claimed.forEach(residency::endCopy);
+        }
+    }
+
+    /** {@link #demoteBatch} once its victims are claimed and their copies registered ({@link Residency#beginCopy}). */
+    private int demoteClaimed(TierId id, TierId below, List<CatalogEntry> claimed) {
+        BlockTier from = stack.get(id);
+        BlockTier to = stack.get(below);
         List<BlockRecord> records = new ArrayList<>();
         List<MemorySegment> sources = new ArrayList<>();
         List<CatalogEntry> copied = new ArrayList<>();
@@ -485,6 +503,19 @@ final class Mover implements AutoCloseable {
         if (!entry.claimMove(id)) {
             return true;
         }
+        if (!residency.beginCopy(entry)) {
+            entry.abortMove(); // deleted meanwhile: the delete frees the slot
+            return true;
+        }
+        try {
+            return moveOutClaimed(id, entry);
+        } finally {
+            residency.endCopy(entry);
+        }
+    }
+
+    /** {@link #moveOut} once the move is claimed and its copy registered ({@link Residency#beginCopy}). */
+    private boolean moveOutClaimed(TierId id, CatalogEntry entry) {
         TierId below = stack.demotesTo(id);
         TierId copiedTo = null;
         boolean newCopy = false;
@@ -601,7 +632,10 @@ final class Mover implements AutoCloseable {
             CatalogEntry entry, TierId from, @Nullable TierId copiedTo, boolean newCopy, boolean droppedCorrupt) {
         BlockKey key = entry.key();
         CatalogEntry.MoveOutcome outcome;
+        long fromCopy;
         synchronized (entry) { // the events are ordered with the change: see Residency#publish
+            // the copy in `from` this move frees, not one written there after its bit is cleared (BlockTier#copyOf)
+            fromCopy = stack.get(from).copyOf(key);
             // a write-through may have recorded (and announced) the same copy while we wrote it
             boolean known = copiedTo != null && entry.residentIn(copiedTo);
             outcome = entry.finishMove(from, copiedTo);
@@ -614,7 +648,7 @@ final class Mover implements AutoCloseable {
         }
         if (newCopy && !outcome.recordedCopy()) {
             // a delete won the race: the copy we just made belongs to nobody
-            stack.get(Objects.requireNonNull(copiedTo)).delete(key);
+            Residency.removeUnrecorded(stack.get(Objects.requireNonNull(copiedTo)), key);
             newCopy = false;
         }
         if (newCopy) {
@@ -625,11 +659,8 @@ final class Mover implements AutoCloseable {
         }
         if (outcome.clearedFrom() || droppedCorrupt) {
             Runnable free = () -> {
-                // policy first: a promotion may put a new copy here the moment the slot is free
-                TierPolicy policy = stack.policy(from);
-                policy.onRemove(key);
-                stack.get(from).delete(key);
-                events.evicted(from, policy.kind(), entry.length());
+                stack.freeCopy(from, key, fromCopy); // the policy first, as there
+                events.evicted(from, stack.policy(from).kind(), entry.length());
                 catalog.removeIfDead(entry);
             };
             if (droppedCorrupt) {

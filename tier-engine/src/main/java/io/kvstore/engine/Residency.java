@@ -16,8 +16,11 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.EnumMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -47,6 +50,17 @@ final class Residency {
     private final Catalog catalog;
     private final SlotsBeingFreed slotsBeingFreed;
     private final EngineEvents events;
+    /**
+     * Per entry, how many copies of its block a move or a write-through is writing into a tier and has not yet
+     * recorded or removed ({@link #beginCopy}): a delete returns only after them, so a durable copy that lost to
+     * it is removed durably before the delete says the block is gone.
+     */
+    private final ConcurrentHashMap<CatalogEntry, Integer> copying = new ConcurrentHashMap<>();
+    /**
+     * The entries of {@link #copying} whose copy this thread writes: a delete made on that very thread (by an event
+     * observer the copy calls) cannot wait for it, and does not.
+     */
+    private final ThreadLocal<List<CatalogEntry>> ownCopies = ThreadLocal.withInitial(ArrayList::new);
 
     Residency(TierStack stack, Catalog catalog, SlotsBeingFreed slotsBeingFreed, EngineEvents events) {
         this.stack = stack;
@@ -280,41 +294,79 @@ final class Residency {
     }
 
     private void drop(CatalogEntry entry, TierId tierId) {
-        // A tier may have let go of the bad copy itself (NVMe drops one that fails its checksum or cannot be read):
-        // then it holds no slot of it to free, and a copy of the key it holds once the bit is cleared is a new one,
-        // which the freeing after the readers must not delete. While the bit is still set nothing writes the key
-        // there, so the policy forgets the old copy now, before a new one can be recorded.
-        boolean tierHolds = stack.get(tierId).contains(entry.key());
-        if (!tierHolds) {
-            stack.policy(tierId).onRemove(entry.key());
+        BlockKey key = entry.key();
+        BlockTier tier = stack.get(tierId);
+        // A tier may have let go of the bad copy itself (NVMe drops one that fails its checksum or cannot be read).
+        // While the bit is still set nothing writes the key there, so the policy forgets the old copy now, before a
+        // new one can be recorded; the freeing after the readers leaves the policy alone when the copy is gone.
+        if (!tier.contains(key)) {
+            stack.policy(tierId).onRemove(key);
         }
+        long copy;
         boolean dropped;
-        // A slot the tier still holds counts as being freed from the bit's clearing (under the monitor, as every
-        // look at the bit) until it is free, so a store into the full tier waits for it (Mover#makeRoom)
-        List<TierId> freeing = tierHolds ? List.of(tierId) : List.of();
         synchronized (entry) { // ordered with the change, as in #publish
+            // the copy the bit stands for, or none when the tier dropped it: the freeing frees that one only, not a
+            // copy of the key written once the bit is cleared (see BlockTier#copyOf)
+            copy = tier.copyOf(key);
             dropped = entry.dropTier(tierId);
             if (dropped) {
-                freeing.forEach(slotsBeingFreed::begin);
-                events.copyRemoved(tierId, entry.key(), entry.length());
+                if (copy != BlockTier.NO_COPY) {
+                    // counts as being freed from the bit's clearing until it is free, so a store into the full tier
+                    // waits for it (Mover#makeRoom)
+                    slotsBeingFreed.begin(tierId);
+                }
+                events.copyRemoved(tierId, key, entry.length());
             }
         }
         if (!dropped) {
             catalog.removeIfDead(entry);
             return;
         }
+        List<TierId> freeing = copy != BlockTier.NO_COPY ? List.of(tierId) : List.of();
         slotsBeingFreed.endWhenNoReaders(entry, freeing, () -> {
-            if (tierHolds) {
-                stack.policy(tierId).onRemove(entry.key());
-                stack.get(tierId).delete(entry.key());
-            }
+            stack.freeCopy(tierId, key, copy);
             catalog.removeIfDead(entry);
         });
     }
 
     /**
+     * Registers a copy of the entry's block that a move or a write-through is about to write into a tier, before
+     * it writes; false, registering nothing, when the entry is deleted already. The caller ends it ({@link
+     * #endCopy}) once the copy is recorded or, when a delete won, removed ({@link #removeUnrecorded}).
+     *
+     * <p>Why: a copy written into a durable tier is on disk before it is recorded, and a delete that wins in between
+     * does not see it. The delete marks the entry dead, then waits for the copies registered ({@link #delete}); a
+     * copy registers, then looks at the entry: one of the two sees the other.
+     */
+    boolean beginCopy(CatalogEntry entry) {
+        ownCopies.get().add(entry);
+        copying.merge(entry, 1, Integer::sum);
+        if (entry.dead()) {
+            endCopy(entry);
+            return false;
+        }
+        return true;
+    }
+
+    /** The copy registered by {@link #beginCopy} is recorded or removed. */
+    void endCopy(CatalogEntry entry) {
+        copying.computeIfPresent(entry, (e, n) -> n == 1 ? null : n - 1);
+        ownCopies.get().remove(entry);
+    }
+
+    /**
+     * Removes a copy a delete kept from being recorded: out of the tier's index for good first (one synced write on
+     * a durable tier), then its slot, so the delete waiting for it ({@link #beginCopy}) is durable when it returns.
+     */
+    static void removeUnrecorded(BlockTier tier, BlockKey key) {
+        tier.forgetAtRestart(List.of(key));
+        tier.delete(key);
+    }
+
+    /**
      * Removes the block from every tier; false when it was not held. Durable when this returns: a restart, even
-     * after a crash, does not find the block, though its slots are freed only after its last reader.
+     * after a crash, does not find the block, though its slots are freed only after its last reader. A copy of it
+     * being written by a move or a write-through meanwhile is waited for (moments: it does not wait for readers).
      *
      * @throws BlockHeldException when the block is pinned or leased
      */
@@ -325,12 +377,35 @@ final class Residency {
         }
         List<Deleted> one = List.of(deleted);
         forgetAtRestart(one);
+        awaitCopies(one);
         freeAfterReaders(one);
         return !deleted.had().isEmpty();
     }
 
-    /** A block whose copies were dropped by a delete, and the tiers whose slots are still to be freed. */
-    private record Deleted(CatalogEntry entry, Set<TierId> had) {}
+    /** Waits until no copy of these deleted blocks is being written ({@link #beginCopy}) but this thread's own. */
+    private void awaitCopies(List<Deleted> deleted) {
+        List<CatalogEntry> own = ownCopies.get();
+        for (Deleted d : deleted) {
+            CatalogEntry entry = d.entry();
+            int mine = 0;
+            for (CatalogEntry e : own) {
+                mine += e == entry ? 1 : 0;
+            }
+            SpinWait wait = null;
+            while (copying.getOrDefault(entry, 0) > mine) {
+                if (wait == null) {
+                    wait = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+                }
+                wait.pause(() -> "a copy of deleted block " + d.entry().key() + " still being written after 30 s");
+            }
+        }
+    }
+
+    /**
+     * A block whose copies were dropped by a delete: per tier whose bit it cleared, the copy still to be freed
+     * ({@link BlockTier#copyOf}; {@link BlockTier#NO_COPY} when the tier had dropped it itself).
+     */
+    private record Deleted(CatalogEntry entry, Map<TierId, Long> had) {}
 
     /** Clears every tier bit of the block's entry; null when it has no entry. */
     private @Nullable Deleted dropAll(BlockKey key) {
@@ -338,13 +413,16 @@ final class Residency {
         if (entry == null) {
             return null;
         }
-        Set<TierId> had;
+        Map<TierId, Long> had = new EnumMap<>(TierId.class);
         synchronized (entry) { // ordered with the change, as in #publish
-            had = entry.dropAllUnlessHeld(); // checked with the drop: a lease taken meanwhile keeps the block
-            if (had == null) {
+            Set<TierId> tiers = entry.dropAllUnlessHeld(); // checked with the drop: a lease taken meanwhile keeps it
+            if (tiers == null) {
                 throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
             }
-            for (TierId t : had) {
+            for (TierId t : tiers) {
+                // the copy the bit stood for: the entry leaves the catalog only after this monitor, so no copy of a
+                // new entry of the key is written yet (see #drop)
+                had.put(t, stack.get(t).copyOf(key));
                 slotsBeingFreed.begin(t); // being freed until the last reader left, as in #drop
                 events.copyRemoved(t, key, entry.length());
             }
@@ -360,7 +438,7 @@ final class Residency {
         for (BlockTier tier : stack.all()) {
             List<BlockKey> keys = new ArrayList<>();
             for (Deleted d : deleted) {
-                if (d.had().contains(tier.id())) {
+                if (d.had().containsKey(tier.id())) {
                     keys.add(d.entry().key());
                 }
             }
@@ -374,11 +452,8 @@ final class Residency {
     private void freeAfterReaders(List<Deleted> deleted) {
         for (Deleted d : deleted) {
             BlockKey key = d.entry().key();
-            slotsBeingFreed.endWhenNoReaders(d.entry(), d.had(), () -> {
-                for (TierId t : d.had()) {
-                    stack.policy(t).onRemove(key);
-                    stack.get(t).delete(key);
-                }
+            slotsBeingFreed.endWhenNoReaders(d.entry(), d.had().keySet(), () -> {
+                d.had().forEach((t, copy) -> stack.freeCopy(t, key, copy));
                 catalog.removeIfDead(d.entry());
             });
         }
@@ -404,12 +479,14 @@ final class Residency {
                 }
                 if (batch.size() == FORGET_BATCH) {
                     forgetAtRestart(batch);
+                    awaitCopies(batch);
                     freeAfterReaders(batch);
                     batch.clear();
                 }
             }
         }
         forgetAtRestart(batch);
+        awaitCopies(batch);
         freeAfterReaders(batch);
         events.namespaceDeleted(namespace); // after the removals: a declaration made later applies after them
         return removed;

@@ -139,6 +139,24 @@ final class TierStack implements AutoCloseable {
         return configured(policies.get(id), id);
     }
 
+    /**
+     * Frees {@code copy} of the key in tier {@code id} (a {@link BlockTier#copyOf} taken when its bit was cleared),
+     * the policy forgetting it first: a promotion may put a new copy there the moment the slot is free. Nothing
+     * happens when the tier holds another copy of the key by now (written after this one went) or none: that copy
+     * and its place in the policy are someone else's, and a tier that dropped this copy itself told its reader,
+     * which had the policy forget it then ({@link Residency#dropBad}).
+     *
+     * @return whether the copy was freed
+     */
+    boolean freeCopy(TierId id, BlockKey key, long copy) {
+        BlockTier tier = get(id);
+        if (copy == BlockTier.NO_COPY || tier.copyOf(key) != copy) {
+            return false;
+        }
+        policy(id).onRemove(key);
+        return tier.delete(key, copy);
+    }
+
     /** Pins or leases on {@code keys} ended: every tier's policy may evict them again. */
     void holdsEnded(List<BlockKey> keys) {
         for (TierPolicy policy : policies.values()) {

@@ -91,6 +91,31 @@ public interface BlockTier extends AutoCloseable {
     /** Frees the block's slot; false when the tier did not hold it. */
     boolean delete(BlockKey key);
 
+    /** What {@link #copyOf} answers when the tier holds no copy of the key. */
+    long NO_COPY = 0;
+
+    /**
+     * Which copy of the key the tier holds now: a number no other copy of the key shares while the tier is open,
+     * or {@link #NO_COPY}. A freeing deferred until a block's last reader names the copy it frees with it, since
+     * by then the tier may hold a newer copy of the key ({@link #delete(BlockKey, long)}). Lock-free: asked under a
+     * catalog entry's monitor.
+     *
+     * <p>The default suits a tier that lets go of a copy only when told to: while it holds a copy the engine writes
+     * no other copy of the key there, so the copy held from this call until that copy's delete is this one. A tier
+     * that drops copies itself (NVMe drops one it cannot read back) numbers each copy.
+     */
+    default long copyOf(BlockKey key) {
+        return contains(key) ? 1 : NO_COPY;
+    }
+
+    /**
+     * Frees the slot of {@code copy} (a {@link #copyOf} answer) only: false, freeing nothing, when the tier holds
+     * another copy of the key now, or none.
+     */
+    default boolean delete(BlockKey key, long copy) {
+        return copy != NO_COPY && copyOf(key) == copy && delete(key);
+    }
+
     /**
      * Makes the deletion of these blocks survive a restart before their slots are freed: a durable tier no longer
      * finds them when it next opens, even after a crash, while each copy stays readable and its slot taken until

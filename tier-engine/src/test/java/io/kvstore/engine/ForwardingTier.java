@@ -94,6 +94,21 @@ abstract class ForwardingTier implements BlockTier {
     }
 
     @Override
+    public long copyOf(BlockKey key) {
+        return tier.copyOf(key);
+    }
+
+    /**
+     * Frees the copy through {@link #delete(BlockKey)}, so a subclass that holds up or watches frees sees these
+     * too. Checked first, then freed by key: while the tier holds a copy the engine writes no other copy of the key
+     * there, so the copy freed is the one checked.
+     */
+    @Override
+    public boolean delete(BlockKey key, long copy) {
+        return copy != NO_COPY && tier.copyOf(key) == copy && delete(key);
+    }
+
+    @Override
     public void forgetAtRestart(Collection<BlockKey> keys) {
         tier.forgetAtRestart(keys);
     }

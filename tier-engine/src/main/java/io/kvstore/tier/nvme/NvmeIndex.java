@@ -34,8 +34,17 @@ final class NvmeIndex implements AutoCloseable {
         RocksDB.loadLibrary();
     }
 
-    /** One block's place on disk and what it must read back as. */
-    record Entry(BlockRecord record, long offset, long slotSize, long createdMillis, long lastAccessMillis) {}
+    /**
+     * One block's place on disk and what it must read back as; {@code copy} numbers the copy while the tier is
+     * open ({@link NvmeTier#copyOf}), is not stored, and is 0 as loaded.
+     */
+    record Entry(BlockRecord record, long offset, long slotSize, long createdMillis, long lastAccessMillis, long copy) {
+
+        /** This entry, numbered as copy {@code n}. */
+        Entry numbered(long n) {
+            return new Entry(record, offset, slotSize, createdMillis, lastAccessMillis, n);
+        }
+    }
 
     private static final byte[] GEOMETRY = "geometry".getBytes(StandardCharsets.UTF_8);
 
@@ -190,7 +199,8 @@ final class NvmeIndex implements AutoCloseable {
                 offset,
                 slotSize,
                 created,
-                lastAccess);
+                lastAccess,
+                0);
     }
 
     @Override

@@ -27,6 +27,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.LongAdder;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
@@ -69,6 +70,9 @@ public final class NvmeTier implements BlockTier {
     private final SlabAllocator slabs;
     private final ExecutorService io;
     private final ConcurrentHashMap<BlockKey, NvmeIndex.Entry> blocks = new ConcurrentHashMap<>();
+    /** The last copy number handed out ({@link #copyOf}): each entry put into {@link #blocks} takes the next. */
+    private final AtomicLong copies = new AtomicLong(NO_COPY);
+
     private final List<BlockRecord> recovered;
     private final LongAdder checksumFailures = new LongAdder();
     private final LongAdder readFailures = new LongAdder();
@@ -98,7 +102,8 @@ public final class NvmeTier implements BlockTier {
         List<BlockRecord> found = new ArrayList<>();
         long bytes = 0;
         java.util.SortedMap<Integer, Integer> cutShort = new java.util.TreeMap<>(); // file -> entries dropped
-        for (NvmeIndex.Entry entry : index.loadAll()) {
+        for (NvmeIndex.Entry loaded : index.loadAll()) {
+            NvmeIndex.Entry entry = loaded.numbered(copies.incrementAndGet());
             if (!files.heldAtOpen(entry.offset(), entry.slotSize())) {
                 cutShort.merge(files.fileOf(entry.offset()), 1, Integer::sum);
                 index.delete(entry.record().key());
@@ -285,7 +290,7 @@ public final class NvmeTier implements BlockTier {
                             + slabs.capacityBytes() + " configured)");
                 }
                 long now = System.currentTimeMillis();
-                entries.add(new NvmeIndex.Entry(r, offset, slotSize, now, now));
+                entries.add(new NvmeIndex.Entry(r, offset, slotSize, now, now, copies.incrementAndGet()));
                 indices.add(i);
             }
             if (entries.isEmpty()) {
@@ -528,15 +533,39 @@ public final class NvmeTier implements BlockTier {
 
     @Override
     public boolean delete(BlockKey key) {
-        NvmeIndex.Entry e = blocks.remove(key);
-        if (e == null) {
-            return false;
-        }
+        NvmeIndex.Entry e = blocks.get(key);
+        return e != null && free(key, e);
+    }
+
+    /**
+     * The copy's number, taken when it entered the map: a copy this tier dropped itself (it could not be read
+     * back) and a copy of the key written after it have different numbers.
+     */
+    @Override
+    public long copyOf(BlockKey key) {
+        NvmeIndex.Entry e = blocks.get(key);
+        return e == null ? NO_COPY : e.copy();
+    }
+
+    @Override
+    public boolean delete(BlockKey key, long copy) {
+        NvmeIndex.Entry e = blocks.get(key);
+        return e != null && e.copy() == copy && free(key, e);
+    }
+
+    /**
+     * Removes {@code e} from the index, the map and then its slot. The index first: while the map still names
+     * the copy no other copy of the key is written, so the index entry removed by key is this copy's.
+     */
+    private boolean free(BlockKey key, NvmeIndex.Entry e) {
         try {
             index.delete(key);
         } catch (IOException ex) {
             // the entry may come back after a restart; its slot is then re-checked by CRC on read
             log.warn("could not remove {} from the NVMe index: {}", key, ex.getMessage());
+        }
+        if (!blocks.remove(key, e)) {
+            return false; // dropped meanwhile by a read that found it bad, which freed the slot
         }
         slabs.free(e.offset(), e.slotSize());
         return true;

@@ -9,6 +9,7 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.engine.TestBlocks;
 import io.kvstore.tier.BlockNotFoundException;
+import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
 import io.kvstore.tier.TierFullException;
@@ -82,6 +83,28 @@ class NvmeTierTest {
                     .as("the forgotten block's slot is free space")
                     .isEqualTo(slot);
             assertReadsBack(tier, 2);
+        }
+    }
+
+    @Test
+    void aDeleteOfOneCopyLeavesACopyOfTheSameKeyWrittenAfterIt() throws Exception {
+        BlockKey key = TestBlocks.key("m", 1);
+        try (NvmeTier tier = new NvmeTier(config(dir, 4 << 20))) {
+            store(tier, 1);
+            long first = tier.copyOf(key);
+            assertThat(tier.delete(key, first)).isTrue();
+            assertThat(tier.copyOf(key)).isEqualTo(BlockTier.NO_COPY);
+            store(tier, 1); // the same key again, likely in the very slot the first copy had
+            long second = tier.copyOf(key);
+            assertThat(second).isNotIn(BlockTier.NO_COPY, first);
+
+            assertThat(tier.delete(key, first))
+                    .as("a late free of the first copy")
+                    .isFalse();
+            assertReadsBack(tier, 1);
+            assertThat(tier.delete(key, second)).isTrue();
+            assertThat(tier.contains(key)).isFalse();
+            assertThat(tier.usedBytes()).isZero();
         }
     }
 
