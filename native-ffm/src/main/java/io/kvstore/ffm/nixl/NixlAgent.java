@@ -7,6 +7,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 import io.kvstore.ffm.NativeHandle;
+import io.kvstore.ffm.UseCount;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -14,8 +15,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.locks.LockSupport;
 
 /**
  * A NIXL agent: the unit that owns backends, registered memory and connections to remote agents.
@@ -46,15 +45,10 @@ public final class NixlAgent extends NativeHandle {
     /** A plugin's supported segment types and default parameters. */
     public record PluginParams(List<String> memoryTypes, Map<String, String> params) {}
 
-    /** The closed bit of {@link #uses} (its sign); the other bits count the uses under way. */
-    private static final int CLOSED = Integer.MIN_VALUE;
-    /** How often {@link #close()} spins for the uses under way before it parks between looks. */
-    private static final int CLOSE_SPINS = 1_000;
-
     private final Nixl nixl;
     private final String name;
     private final MemorySegment agent;
-    private final AtomicInteger uses = new AtomicInteger();
+    private final UseCount uses = new UseCount();
     /** The C handles of the backends made, destroyed with the agent (a use may still read one until then). */
     private final ConcurrentLinkedQueue<MemorySegment> backendHandles = new ConcurrentLinkedQueue<>();
 
@@ -90,22 +84,15 @@ public final class NixlAgent extends NativeHandle {
      * @throws IllegalStateException "NIXL agent closed" once {@link #close()} began
      */
     MemorySegment enter() {
-        int n = uses.get();
-        while (true) {
-            if ((n & CLOSED) != 0) {
-                throw new IllegalStateException("NIXL agent closed: " + name);
-            }
-            int seen = uses.compareAndExchange(n, n + 1);
-            if (seen == n) {
-                return agent;
-            }
-            n = seen;
+        if (!uses.tryEnter()) {
+            throw new IllegalStateException("NIXL agent closed: " + name);
         }
+        return agent;
     }
 
     /** Ends a use begun by {@link #enter()}. */
     void exit() {
-        uses.decrementAndGet();
+        uses.exit();
     }
 
     @FunctionalInterface
@@ -442,14 +429,7 @@ public final class NixlAgent extends NativeHandle {
      */
     @Override
     protected void release(MemorySegment handle) {
-        uses.getAndUpdate(n -> n | CLOSED);
-        for (int spins = 0; uses.get() != CLOSED; spins++) {
-            if (spins < CLOSE_SPINS) {
-                Thread.onSpinWait();
-            } else {
-                LockSupport.parkNanos(20_000);
-            }
-        }
+        uses.closeAndAwait();
         try {
             for (MemorySegment backend = backendHandles.poll(); backend != null; backend = backendHandles.poll()) {
                 MemorySegment b = backend;

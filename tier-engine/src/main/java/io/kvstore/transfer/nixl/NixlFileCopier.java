@@ -1,5 +1,6 @@
 package io.kvstore.transfer.nixl;
 
+import io.kvstore.ffm.UseCount;
 import io.kvstore.ffm.nixl.Nixl;
 import io.kvstore.ffm.nixl.NixlAgent;
 import io.kvstore.ffm.nixl.NixlBackend;
@@ -30,6 +31,14 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p>The local side of a span is an offset into the region, the remote side an offset into the file,
  * as for {@code GdsCopier}. The copier owns its agent, backend and registrations; closing it
  * deregisters them and destroys the agent.
+ *
+ * <p>Each move and registration runs inside a use of the copier, counted as the agent counts its native
+ * calls: one compare-and-set in unless the copier is closed, one decrement out. A move holds its use from
+ * before its transfer is made until NIXL reported it done or failed, across every poll; the agent's own
+ * use covers a single native call only, so without this close could deregister the file and the memory and
+ * destroy the agent between two polls while the backend still moved the bytes. {@link #close()} refuses
+ * new uses ({@link IllegalStateException} "NIXL file copier closed"), waits for those under way, and only
+ * then releases what NIXL holds: after it returns, neither the region nor a file is written by this copier.
  */
 public final class NixlFileCopier implements AutoCloseable {
 
@@ -43,6 +52,8 @@ public final class NixlFileCopier implements AutoCloseable {
     private final Duration timeout;
     private final NixlRegistration memory;
     private final Map<Integer, NixlRegistration> files = new ConcurrentHashMap<>();
+    /** The moves and registrations under way. */
+    private final UseCount uses = new UseCount();
 
     /**
      * A copier over {@code region}, with no file registered yet.
@@ -98,10 +109,16 @@ public final class NixlFileCopier implements AutoCloseable {
      * already registered is not registered again.
      *
      * @throws NixlException when NIXL refuses the file
+     * @throws IllegalStateException once the copier is closed
      */
     public File register(int fd, long bytes) {
-        files.computeIfAbsent(
-                fd, d -> agent.register(Nixl.FILE_SEG, List.of(new NixlDescriptor(0, bytes, d)), backend));
+        enter();
+        try {
+            files.computeIfAbsent(
+                    fd, d -> agent.register(Nixl.FILE_SEG, List.of(new NixlDescriptor(0, bytes, d)), backend));
+        } finally {
+            exit();
+        }
         return new File(fd, bytes);
     }
 
@@ -110,17 +127,35 @@ public final class NixlFileCopier implements AutoCloseable {
         return files.size();
     }
 
-    /** Writes each span of the region (local offset) into the file at the span's remote offset; returns bytes. */
+    /**
+     * Writes each span of the region (local offset) into the file at the span's remote offset; returns bytes.
+     *
+     * @throws IllegalStateException once the copier is closed (nothing moved)
+     */
     public long write(File file, List<TransferSpan> spans) {
         return move(Nixl.XFER_WRITE, file, spans);
     }
 
-    /** Reads each span from the file at its remote offset into the region at its local offset; returns bytes. */
+    /**
+     * Reads each span from the file at its remote offset into the region at its local offset; returns bytes.
+     *
+     * @throws IllegalStateException once the copier is closed (nothing moved)
+     */
     public long read(File file, List<TransferSpan> spans) {
         return move(Nixl.XFER_READ, file, spans);
     }
 
     private long move(int operation, File file, List<TransferSpan> spans) {
+        enter();
+        try {
+            return moveInUse(operation, file, spans);
+        } finally {
+            exit();
+        }
+    }
+
+    /** {@link #move} inside a use of the copier: its file, region and agent stay until the transfer ended. */
+    private long moveInUse(int operation, File file, List<TransferSpan> spans) {
         if (!files.containsKey(file.fd())) {
             throw new IllegalArgumentException(
                     "file descriptor " + file.fd() + " is not registered with NIXL agent " + agent.name());
@@ -175,8 +210,29 @@ public final class NixlFileCopier implements AutoCloseable {
         }
     }
 
+    /** Begins a use of the copier; fails once {@link #close()} began. */
+    private void enter() {
+        if (!uses.tryEnter()) {
+            throw new IllegalStateException("NIXL file copier closed: " + agent.name());
+        }
+    }
+
+    /** Ends a use begun by {@link #enter()}. */
+    private void exit() {
+        uses.exit();
+    }
+
+    /**
+     * Refuses new moves and registrations, waits for those under way, then deregisters the files and the
+     * region and destroys the agent; later calls do nothing. The wait is bounded by the moves' own: each gives
+     * up polling at its timeout and then only waits for NIXL to end its transfer, which a local file transfer
+     * always does (NIXL cannot cancel one, and releasing the memory under it would let it write freed memory).
+     */
     @Override
     public void close() {
+        if (!uses.closeAndAwait()) {
+            return;
+        }
         try {
             files.values().forEach(NixlRegistration::close);
             files.clear();
