@@ -266,6 +266,14 @@ public final class CatalogEntry {
         return true;
     }
 
+    /**
+     * Counts a reader that keeps the entry in the catalog ({@link #dieIfEmpty}) until its {@link #endRead}: a delete
+     * that cleared the bits and has yet to make that durable, while no new entry of the key may write a copy.
+     */
+    public synchronized void keep() {
+        readers++;
+    }
+
     /** Gives up a claimed move without changing where the block is. */
     public synchronized void abortMove() {
         moving--;

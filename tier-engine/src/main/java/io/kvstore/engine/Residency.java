@@ -375,11 +375,21 @@ final class Residency {
         if (deleted == null) {
             return false;
         }
-        List<Deleted> one = List.of(deleted);
-        forgetAtRestart(one);
-        awaitCopies(one);
-        freeAfterReaders(one);
+        finish(List.of(deleted));
         return !deleted.had().isEmpty();
+    }
+
+    /**
+     * Makes the deletions durable, waits for the copies being written of them, then lets their entries go and
+     * frees their slots after their readers (also when the waiting gave up: their counts must end).
+     */
+    private void finish(List<Deleted> deleted) {
+        try {
+            forgetAtRestart(deleted);
+            awaitCopies(deleted);
+        } finally {
+            freeAfterReaders(deleted);
+        }
     }
 
     /** Waits until no copy of these deleted blocks is being written ({@link #beginCopy}) but this thread's own. */
@@ -419,6 +429,10 @@ final class Residency {
             if (tiers == null) {
                 throw new BlockHeldException("block " + key + " is pinned or leased and cannot be deleted");
             }
+            // in the catalog until the deletion is durable (#finish): a reader dropping a copy the tier dropped
+            // itself would let it go at once, and a put of the key would write a copy that the forgetting, by
+            // key, then makes durable as deleted
+            entry.keep();
             for (TierId t : tiers) {
                 // the copy the bit stood for: the entry leaves the catalog only after this monitor, so no copy of a
                 // new entry of the key is written yet (see #drop)
@@ -452,6 +466,7 @@ final class Residency {
     private void freeAfterReaders(List<Deleted> deleted) {
         for (Deleted d : deleted) {
             BlockKey key = d.entry().key();
+            d.entry().endRead(); // kept since #dropAll
             slotsBeingFreed.endWhenNoReaders(d.entry(), d.had().keySet(), () -> {
                 d.had().forEach((t, copy) -> stack.freeCopy(t, key, copy));
                 catalog.removeIfDead(d.entry());
@@ -478,16 +493,12 @@ final class Residency {
                     // kept, as a block leased before the scan is
                 }
                 if (batch.size() == FORGET_BATCH) {
-                    forgetAtRestart(batch);
-                    awaitCopies(batch);
-                    freeAfterReaders(batch);
+                    finish(batch);
                     batch.clear();
                 }
             }
         }
-        forgetAtRestart(batch);
-        awaitCopies(batch);
-        freeAfterReaders(batch);
+        finish(batch);
         events.namespaceDeleted(namespace); // after the removals: a declaration made later applies after them
         return removed;
     }
