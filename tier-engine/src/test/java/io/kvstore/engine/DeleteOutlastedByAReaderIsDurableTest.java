@@ -5,19 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
-import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockNotFoundException;
-import io.kvstore.tier.BlockTier;
-import io.kvstore.tier.memory.HostMemoryProvider;
-import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -63,7 +56,7 @@ class DeleteOutlastedByAReaderIsDurableTest {
             CountDownLatch finishRead = new CountDownLatch(1);
             CrashingTier nvme = new CrashingTier(RaceFixtures.nvme(dir));
             CompletableFuture<Boolean> slow;
-            TierEngine engine = open(nvme);
+            TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK);
             try {
                 engine.put(key, null, bytes, TierId.NVME);
                 slow = CompletableFuture.supplyAsync(
@@ -91,7 +84,7 @@ class DeleteOutlastedByAReaderIsDurableTest {
                 engine.close();
             }
 
-            try (TierEngine restarted = open(RaceFixtures.nvme(dir))) {
+            try (TierEngine restarted = RaceFixtures.dramOver(RaceFixtures.nvme(dir), BLOCK)) {
                 assertThat(restarted.lookup("ns", List.of(key.hash())).blocks())
                         .as("a block deleted before the crash, found again after the restart")
                         .isEmpty();
@@ -115,15 +108,6 @@ class DeleteOutlastedByAReaderIsDurableTest {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-    }
-
-    private static TierEngine open(BlockTier nvme) {
-        return new TierEngine(
-                List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK), nvme),
-                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofMinutes(2),
-                EngineEvents.NONE,
-                Clock.systemUTC());
     }
 
     /** NVMe that stops freeing once crashed: a dead process runs no freeing left for a reader's leaving. */

@@ -5,20 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
-import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BlockTier;
-import io.kvstore.tier.memory.HostMemoryProvider;
-import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -44,7 +37,7 @@ class DeleteRacingAWriteThroughIsDurableTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             CrashingTier nvme = new CrashingTier(RaceFixtures.nvme(dir));
-            TierEngine engine = open(nvme);
+            TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK);
             try {
                 engine.setWriteThrough("ns", true);
                 CompletableFuture<TierId> put = async(() -> engine.put(key, null, bytes));
@@ -71,7 +64,7 @@ class DeleteRacingAWriteThroughIsDurableTest {
                 engine.close();
             }
 
-            try (TierEngine restarted = open(RaceFixtures.nvme(dir))) {
+            try (TierEngine restarted = RaceFixtures.dramOver(RaceFixtures.nvme(dir), BLOCK)) {
                 assertThat(restarted.lookup("ns", List.of(key.hash())).blocks())
                         .as("a block deleted before the crash, found again after the restart")
                         .isEmpty();
@@ -95,15 +88,6 @@ class DeleteRacingAWriteThroughIsDurableTest {
             }
         });
         return result;
-    }
-
-    private static TierEngine open(BlockTier nvme) {
-        return new TierEngine(
-                List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK), nvme),
-                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofMinutes(2),
-                EngineEvents.NONE,
-                Clock.systemUTC());
     }
 
     /**

@@ -3,23 +3,13 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
-import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
-import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BadCopyException;
 import io.kvstore.tier.ChecksumMismatchException;
-import io.kvstore.tier.memory.HostMemoryProvider;
-import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
-import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -43,33 +33,18 @@ class FreeAfterReadersFreesItsOwnCopyTest {
     @Test
     void aCopyWrittenAfterADeleteOfASelfDroppedCopyIsKeptWhenTheDeletesFreeingRuns() throws Exception {
         NvmeTier files = RaceFixtures.nvme(dir);
-        HoldingTier nvme = new HoldingTier(files);
+        BadNvmeCopies.HoldingTier nvme = new BadNvmeCopies.HoldingTier(files);
         try (Arena arena = Arena.ofShared();
-                TierEngine engine = new TierEngine(
-                        List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK), nvme),
-                        Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                        Duration.ofMinutes(2),
-                        EngineEvents.NONE,
-                        Clock.systemUTC())) {
+                TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK)) {
             BlockKey key = TestBlocks.key("ns", 1);
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(key, null, bytes, TierId.NVME);
-            flipAByte(files, key);
+            BadNvmeCopies.flipAByte(files, key);
 
             // a reader finds the copy bad: NVMe drops it, and the reader stops before the engine hears of it
-            CompletableFuture<@Nullable Throwable> reader = new CompletableFuture<>();
-            Thread readerThread = Thread.ofPlatform().daemon().unstarted(() -> {
-                try {
-                    engine.get(key, arena.allocate(BLOCK));
-                    reader.complete(null);
-                } catch (Throwable e) {
-                    reader.complete(e);
-                }
-            });
             CountDownLatch readerGoesOn = new CountDownLatch(1);
-            nvme.stopAfterABadRead(readerThread, readerGoesOn);
-            readerThread.start();
-            assertThat(nvme.badRead.await(10, TimeUnit.SECONDS)).isTrue();
+            CompletableFuture<@Nullable Throwable> reader =
+                    nvme.readStoppedAtTheBadCopy(engine, key, arena.allocate(BLOCK), readerGoesOn);
             assertThat(files.contains(key))
                     .as("NVMe dropped the bad copy itself")
                     .isFalse();
@@ -97,72 +72,6 @@ class FreeAfterReadersFreesItsOwnCopyTest {
             engine.get(key, out);
             assertThat(out.mismatch(bytes)).isEqualTo(-1);
             assertThat(engine.lookup("ns", List.of(key.hash())).blocks()).hasSize(1);
-        }
-    }
-
-    private static void flipAByte(NvmeTier tier, BlockKey key) throws IOException {
-        try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
-            long at = tier.offsetOf(key) % tier.fileSize() + 1234;
-            file.seek(at);
-            int b = file.read();
-            file.seek(at);
-            file.write(b ^ 0x01);
-            file.getFD().sync();
-        }
-    }
-
-    /**
-     * The NVMe tier, with a read on one thread that stops after the tier found the copy bad (and dropped it), and
-     * deletes by key that wait while held: a freeing that is slow to run.
-     */
-    private static final class HoldingTier extends ForwardingTier {
-        final CountDownLatch badRead = new CountDownLatch(1);
-        private volatile @Nullable Thread stopped;
-        private volatile CountDownLatch readGoesOn = new CountDownLatch(0);
-        private volatile CountDownLatch deletesGoOn = new CountDownLatch(0);
-
-        HoldingTier(NvmeTier tier) {
-            super(tier);
-        }
-
-        void stopAfterABadRead(Thread thread, CountDownLatch goOn) {
-            readGoesOn = goOn;
-            stopped = thread;
-        }
-
-        void holdDeletes() {
-            deletesGoOn = new CountDownLatch(1);
-        }
-
-        void releaseDeletes() {
-            deletesGoOn.countDown();
-        }
-
-        @Override
-        public BlockRecord read(BlockKey key, MemorySegment dst) throws IOException {
-            try {
-                return tier.read(key, dst);
-            } catch (BadCopyException bad) {
-                if (Thread.currentThread() == stopped) {
-                    badRead.countDown();
-                    await(readGoesOn);
-                }
-                throw bad;
-            }
-        }
-
-        @Override
-        public boolean delete(BlockKey key) {
-            await(deletesGoOn);
-            return tier.delete(key);
-        }
-
-        private static void await(CountDownLatch latch) {
-            try {
-                latch.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
     }
 }

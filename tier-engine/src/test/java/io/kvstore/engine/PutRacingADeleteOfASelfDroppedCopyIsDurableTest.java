@@ -3,37 +3,29 @@ package io.kvstore.engine;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockKey;
-import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
-import io.kvstore.eviction.EvictionPolicyKind;
-import io.kvstore.tier.BadCopyException;
-import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
-import io.kvstore.tier.memory.HostMemoryProvider;
-import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
-import java.io.RandomAccessFile;
+import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.time.Clock;
-import java.time.Duration;
-import java.util.Collection;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A block deleted while the NVMe tier has just dropped its bad copy itself, and put again before the delete made
- * its deletion durable: the reader that found the copy bad lets the dead entry leave the catalog, so the new put
- * writes a fresh NVMe copy at once. The delete makes the deletion of the copy it dropped durable, not of the fresh
- * one: the put returned, so its block must be found after a restart.
+ * its deletion durable: the reader that found the copy bad would let the dead entry leave the catalog, and the new
+ * put write a fresh NVMe copy whose index entry the delete's forgetting, by key, then removed. The deleted entry
+ * stays until the deletion is durable, so the put waits for it and then writes its copy: the put returned, so its
+ * block must be found after a restart.
  */
 class PutRacingADeleteOfASelfDroppedCopyIsDurableTest {
 
@@ -48,25 +40,15 @@ class PutRacingADeleteOfASelfDroppedCopyIsDurableTest {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             NvmeTier files = RaceFixtures.nvme(dir);
-            HoldingTier nvme = new HoldingTier(files);
-            try (TierEngine engine = open(nvme)) {
+            BadNvmeCopies.HoldingTier nvme = new BadNvmeCopies.HoldingTier(files);
+            try (TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK)) {
                 engine.put(key, null, bytes, TierId.NVME);
-                flipAByte(files, key);
+                BadNvmeCopies.flipAByte(files, key);
 
                 // a reader finds the copy bad: NVMe drops it, and the reader stops before the engine hears of it
-                CompletableFuture<@Nullable Throwable> reader = new CompletableFuture<>();
-                Thread readerThread = Thread.ofPlatform().daemon().unstarted(() -> {
-                    try {
-                        engine.get(key, arena.allocate(BLOCK));
-                        reader.complete(null);
-                    } catch (Throwable e) {
-                        reader.complete(e);
-                    }
-                });
                 CountDownLatch readerGoesOn = new CountDownLatch(1);
-                nvme.stopAfterABadRead(readerThread, readerGoesOn);
-                readerThread.start();
-                assertThat(nvme.badRead.await(10, TimeUnit.SECONDS)).isTrue();
+                CompletableFuture<@Nullable Throwable> reader =
+                        nvme.readStoppedAtTheBadCopy(engine, key, arena.allocate(BLOCK), readerGoesOn);
 
                 // the delete clears the bits, then stops before it makes the deletion durable
                 CountDownLatch forgetGoesOn = nvme.holdForgetting();
@@ -78,95 +60,34 @@ class PutRacingADeleteOfASelfDroppedCopyIsDurableTest {
                 readerGoesOn.countDown(); // the reader leaves and drops the bad copy: the dead entry leaves too
                 assertThat(reader.get(10, TimeUnit.SECONDS)).isInstanceOf(ChecksumMismatchException.class);
 
-                // the block is put again, straight to NVMe: a fresh, durable copy of the key
-                assertThat(engine.put(key, null, bytes, TierId.NVME)).isEqualTo(TierId.NVME);
+                // the block is put again, straight to NVMe: its fresh copy waits until the deletion is durable
+                CompletableFuture<TierId> put = CompletableFuture.supplyAsync(
+                        () -> {
+                            try {
+                                return engine.put(key, null, bytes, TierId.NVME);
+                            } catch (IOException e) {
+                                throw new UncheckedIOException(e);
+                            }
+                        },
+                        task -> Thread.ofPlatform().daemon().start(task));
+                assertThat(put)
+                        .as("a put of the key while its delete is not yet durable")
+                        .failsWithin(300, TimeUnit.MILLISECONDS)
+                        .withThrowableOfType(TimeoutException.class);
 
                 forgetGoesOn.countDown();
                 assertThat(delete.get(10, TimeUnit.SECONDS)).isTrue();
+                assertThat(put.get(10, TimeUnit.SECONDS)).isEqualTo(TierId.NVME);
                 assertThat(engine.lookup("ns", List.of(key.hash())).blocks()).hasSize(1);
             }
 
-            try (TierEngine restarted = open(RaceFixtures.nvme(dir))) {
+            try (TierEngine restarted = RaceFixtures.dramOver(RaceFixtures.nvme(dir), BLOCK)) {
                 assertThat(restarted.lookup("ns", List.of(key.hash())).blocks())
                         .as("a block put (and acknowledged) after the delete began, after a restart")
                         .hasSize(1);
                 MemorySegment out = arena.allocate(BLOCK);
                 restarted.get(key, out);
                 assertThat(out.mismatch(bytes)).isEqualTo(-1);
-            }
-        }
-    }
-
-    private static TierEngine open(BlockTier nvme) {
-        return new TierEngine(
-                List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * BLOCK, BLOCK), nvme),
-                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
-                Duration.ofMinutes(2),
-                EngineEvents.NONE,
-                Clock.systemUTC());
-    }
-
-    private static void flipAByte(NvmeTier tier, BlockKey key) throws IOException {
-        try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
-            long at = tier.offsetOf(key) % tier.fileSize() + 1234;
-            file.seek(at);
-            int b = file.read();
-            file.seek(at);
-            file.write(b ^ 0x01);
-            file.getFD().sync();
-        }
-    }
-
-    /**
-     * The NVMe tier, with a read on one thread that stops after the tier found the copy bad (and dropped it), and
-     * a durable forgetting that waits while held.
-     */
-    private static final class HoldingTier extends ForwardingTier {
-        final CountDownLatch badRead = new CountDownLatch(1);
-        final CountDownLatch forgetting = new CountDownLatch(1);
-        private volatile @Nullable Thread stopped;
-        private volatile CountDownLatch readGoesOn = new CountDownLatch(0);
-        private volatile CountDownLatch forgetGoesOn = new CountDownLatch(0);
-
-        HoldingTier(NvmeTier tier) {
-            super(tier);
-        }
-
-        void stopAfterABadRead(Thread thread, CountDownLatch goOn) {
-            readGoesOn = goOn;
-            stopped = thread;
-        }
-
-        CountDownLatch holdForgetting() {
-            forgetGoesOn = new CountDownLatch(1);
-            return forgetGoesOn;
-        }
-
-        @Override
-        public BlockRecord read(BlockKey key, MemorySegment dst) throws IOException {
-            try {
-                return tier.read(key, dst);
-            } catch (BadCopyException bad) {
-                if (Thread.currentThread() == stopped) {
-                    badRead.countDown();
-                    await(readGoesOn);
-                }
-                throw bad;
-            }
-        }
-
-        @Override
-        public void forgetAtRestart(Collection<BlockKey> keys) {
-            forgetting.countDown();
-            await(forgetGoesOn);
-            tier.forgetAtRestart(keys);
-        }
-
-        private static void await(CountDownLatch latch) {
-            try {
-                latch.await(10, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
             }
         }
     }

@@ -8,6 +8,8 @@ import io.kvstore.block.TierId;
 import io.kvstore.catalog.Catalog;
 import io.kvstore.eviction.EvictionPolicyKind;
 import io.kvstore.tier.BlockTier;
+import io.kvstore.tier.memory.HostMemoryProvider;
+import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import io.kvstore.tier.nvme.NvmeTierConfig;
 import java.io.IOException;
@@ -28,9 +30,9 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What the race tests share to force an interleaving: an engine whose fastest tier demotes at once, a small
- * NVMe tier, the engine's catalog (whose entries a test holds to stop a thread at a known point), and a wait
- * until a thread is stopped there.
+ * What the race tests share to force an interleaving: an engine whose fastest tier demotes at once, one of DRAM
+ * over a given NVMe tier, a small NVMe tier, the engine's catalog (whose entries a test holds to stop a thread at a
+ * known point), and a wait until a thread is stopped there.
  */
 final class RaceFixtures {
 
@@ -87,6 +89,19 @@ final class RaceFixtures {
                 Map.of(tiers.getFirst().id(), new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.1, false)),
                 Duration.ofMinutes(2),
                 events,
+                Clock.systemUTC());
+    }
+
+    /**
+     * An engine over DRAM of 8 blocks of {@code blockBytes} (LRU, watermarks 1.0 / 0.5, no promotion on a hit) and
+     * {@code nvme}; 2-minute leases, the system clock, no events.
+     */
+    static TierEngine dramOver(BlockTier nvme, int blockBytes) {
+        return new TierEngine(
+                List.of(new MemoryTier(TierId.DRAM, new HostMemoryProvider(), 8L * blockBytes, blockBytes), nvme),
+                Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
+                Duration.ofMinutes(2),
+                EngineEvents.NONE,
                 Clock.systemUTC());
     }
 

@@ -11,7 +11,6 @@ import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -80,7 +79,8 @@ class SelfDroppedCopyTest {
                 engine.awaitMoves();
                 assertThat(engine.info(key).tiers()).containsExactlyInAnyOrder(TierId.DRAM, TierId.NVME);
 
-                flipAByte(files, key); // the NVMe copy goes bad; the second reader finds it so, and NVMe drops it
+                // the NVMe copy goes bad; the second reader finds it so, and NVMe drops it
+                BadNvmeCopies.flipAByte(files, key);
                 goOn.countDown();
                 assertThat(second.get(10, TimeUnit.SECONDS)).isInstanceOf(ChecksumMismatchException.class);
                 assertThat(engine.info(key).tiers()).containsExactly(TierId.DRAM);
@@ -123,17 +123,6 @@ class SelfDroppedCopyTest {
             });
         } catch (IOException e) {
             throw new RuntimeException(e);
-        }
-    }
-
-    private static void flipAByte(NvmeTier tier, BlockKey key) throws IOException {
-        try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
-            long at = tier.offsetOf(key) % tier.fileSize() + 1234;
-            file.seek(at);
-            int b = file.read();
-            file.seek(at);
-            file.write(b ^ 0x01);
-            file.getFD().sync();
         }
     }
 
