@@ -95,16 +95,51 @@ public final class NixlAgent extends NativeHandle {
         uses.exit();
     }
 
+    /** A C API call on the agent's handle, returning the library's status. */
+    @FunctionalInterface
+    interface OnAgent {
+        int invoke(MemorySegment agent) throws Throwable;
+    }
+
+    /** {@code body} inside a use of the agent: its status, the status unchecked (the caller checks it). */
+    int inUse(OnAgent body) throws Throwable {
+        MemorySegment handle = enter();
+        try {
+            return body.invoke(handle);
+        } finally {
+            exit();
+        }
+    }
+
     @FunctionalInterface
     interface AgentCall {
         int invoke(Arena arena, MemorySegment agent) throws Throwable;
     }
 
     /** {@link #call} of a C API call that takes the agent, inside a use of it. */
-    private void callAgent(String what, AgentCall body) {
+    void callAgent(String what, AgentCall body) {
+        call(what, a -> inUse(h -> body.invoke(a, h)));
+    }
+
+    /** A C API call that takes the agent and optional arguments naming a backend. */
+    @FunctionalInterface
+    interface BackendCall {
+        int invoke(MemorySegment agent, MemorySegment optArgs) throws Throwable;
+    }
+
+    /**
+     * {@link #call} of a C API call that takes the agent and {@link #optArgs} naming {@code backend}, inside a use of
+     * the agent: the backend's handle lives until the agent is destroyed, after the uses under way.
+     */
+    void callWithBackend(String what, NixlBackend backend, BackendCall body) {
         MemorySegment handle = enter();
         try {
-            call(what, a -> body.invoke(a, handle));
+            MemorySegment args = optArgs(backend, null);
+            try {
+                call(what, a -> body.invoke(handle, args));
+            } finally {
+                destroyOptArgs(args);
+            }
         } finally {
             exit();
         }

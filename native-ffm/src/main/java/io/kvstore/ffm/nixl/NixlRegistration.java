@@ -38,27 +38,17 @@ public final class NixlRegistration extends NativeHandle {
             throw new IllegalArgumentException("nothing to register with " + agent);
         }
         Nixl nixl = agent.nixl();
-        MemorySegment handle = agent.enter();
-        MemorySegment dlist;
-        MemorySegment args = MemorySegment.NULL;
+        MemorySegment dlist = newRegList(nixl, memoryType, descriptors);
         try {
-            dlist = newRegList(nixl, memoryType, descriptors);
-            try {
-                args = agent.optArgs(backend, null);
-                MemorySegment opt = args;
-                NixlAgent.call(
-                        "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
-                                + " descriptor(s) from 0x"
-                                + Long.toHexString(descriptors.getFirst().address()) + ")",
-                        a -> (int) nixl.registerMem.invokeExact(handle, dlist, opt));
-            } catch (RuntimeException e) {
-                NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
-                throw e;
-            } finally {
-                agent.destroyOptArgs(args);
-            }
-        } finally {
-            agent.exit();
+            agent.callWithBackend(
+                    "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
+                            + " descriptor(s) from 0x"
+                            + Long.toHexString(descriptors.getFirst().address()) + ")",
+                    backend,
+                    (h, opt) -> (int) nixl.registerMem.invokeExact(h, dlist, opt));
+        } catch (RuntimeException e) {
+            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+            throw e;
         }
         return new NixlRegistration(agent, memoryType, List.copyOf(descriptors), backend, dlist);
     }
@@ -99,19 +89,10 @@ public final class NixlRegistration extends NativeHandle {
     protected void release(MemorySegment dlist) {
         Nixl nixl = agent.nixl();
         try {
-            MemorySegment handle = agent.enter();
-            try {
-                MemorySegment args = agent.optArgs(backend, null);
-                try {
-                    NixlAgent.call(
-                            "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
-                            a -> (int) nixl.deregisterMem.invokeExact(handle, dlist, args));
-                } finally {
-                    agent.destroyOptArgs(args);
-                }
-            } finally {
-                agent.exit();
-            }
+            agent.callWithBackend(
+                    "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                    backend,
+                    (h, args) -> (int) nixl.deregisterMem.invokeExact(h, dlist, args));
         } finally {
             NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
         }

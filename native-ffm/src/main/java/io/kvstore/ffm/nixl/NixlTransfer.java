@@ -167,14 +167,9 @@ public final class NixlTransfer extends NativeHandle {
      * (poll {@link #isDone()}).
      */
     public boolean post() {
-        boolean done = done("nixl_capi_post_xfer_req(" + description + ")", () -> {
-            MemorySegment handle = agent.enter();
-            try {
-                return (int) agent.nixl().postXferReq.invokeExact(handle, live(), postArgs);
-            } finally {
-                agent.exit();
-            }
-        });
+        boolean done = done(
+                "nixl_capi_post_xfer_req(" + description + ")",
+                () -> agent.inUse(h -> (int) agent.nixl().postXferReq.invokeExact(h, live(), postArgs)));
         inFlight = !done;
         return done;
     }
@@ -183,14 +178,9 @@ public final class NixlTransfer extends NativeHandle {
     public boolean isDone() {
         boolean done;
         try {
-            done = done("nixl_capi_get_xfer_status(" + description + ")", () -> {
-                MemorySegment handle = agent.enter();
-                try {
-                    return (int) agent.nixl().getXferStatus.invokeExact(handle, live());
-                } finally {
-                    agent.exit();
-                }
-            });
+            done = done(
+                    "nixl_capi_get_xfer_status(" + description + ")",
+                    () -> agent.inUse(h -> (int) agent.nixl().getXferStatus.invokeExact(h, live())));
         } catch (NixlException failed) {
             inFlight = false; // NIXL let go of it
             throw failed;
@@ -246,13 +236,8 @@ public final class NixlTransfer extends NativeHandle {
     protected void release(MemorySegment request) {
         Nixl nixl = agent.nixl();
         try {
-            MemorySegment handle = agent.enter();
-            try {
-                NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
-                        (int) nixl.releaseXferReq.invokeExact(handle, request));
-            } finally {
-                agent.exit();
-            }
+            agent.callAgent("nixl_capi_release_xfer_req(" + description + ")", (a, h) ->
+                    (int) nixl.releaseXferReq.invokeExact(h, request));
             NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
         } finally {
             destroyList(nixl, localList);

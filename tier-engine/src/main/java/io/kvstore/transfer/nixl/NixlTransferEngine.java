@@ -1,5 +1,6 @@
 package io.kvstore.transfer.nixl;
 
+import io.kvstore.ffm.UseCount;
 import io.kvstore.ffm.nixl.Nixl;
 import io.kvstore.ffm.nixl.NixlAgent;
 import io.kvstore.ffm.nixl.NixlBackend;
@@ -29,7 +30,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -87,10 +87,10 @@ public final class NixlTransferEngine implements TransferEngine {
     private final Thread progress;
     private final AtomicBoolean closed = new AtomicBoolean();
     /**
-     * Posts, connects and address reads under way: the progress thread destroys the agent only once none
-     * is (each checks closed first).
+     * Posts, connects and address reads under way ({@link #whileOpen}): the progress thread destroys the agent
+     * only once none is, and none begins after it closed the count.
      */
-    private final AtomicInteger posting = new AtomicInteger();
+    private final UseCount posting = new UseCount();
     /** Runs in {@link #post} between posting a request in progress and queueing it: a seam for tests. */
     volatile Runnable beforeQueued = () -> {};
 
@@ -231,14 +231,16 @@ public final class NixlTransferEngine implements TransferEngine {
      * the agent refuses them once closed ({@link NixlAgent}) and is destroyed only after those under way.
      */
     private <T> T whileOpen(Supplier<T> call) {
-        posting.incrementAndGet(); // before the closed check, as in post
+        if (!posting.tryEnter()) {
+            throw closedException();
+        }
         try {
-            if (closed.get()) {
+            if (closed.get()) { // counted before this check: a close that this call did not see waits for it
                 throw closedException();
             }
             return call.get();
         } finally {
-            posting.decrementAndGet();
+            posting.exit();
         }
     }
 
@@ -278,13 +280,7 @@ public final class NixlTransferEngine implements TransferEngine {
             throw new IllegalArgumentException("peer " + peer.name() + " was not connected by this engine");
         }
         CompletableFuture<TransferResult> future = new CompletableFuture<>();
-        Runnable answer;
-        posting.incrementAndGet(); // before the closed check: a close that this post did not see waits for it
-        try {
-            answer = submit(op, local, nixlPeer, remote, spans, future);
-        } finally {
-            posting.decrementAndGet();
-        }
+        Runnable answer = whileOpen(() -> submit(op, local, nixlPeer, remote, spans, future));
         answer.run(); // completes the future, if it ended already, outside: its callbacks may close this engine
         return future;
     }
@@ -297,9 +293,6 @@ public final class NixlTransferEngine implements TransferEngine {
             RemoteRegion remote,
             List<TransferSpan> spans,
             CompletableFuture<TransferResult> future) {
-        if (closed.get()) {
-            throw closedException();
-        }
         byte[] key = remote.remoteKey();
         if (key.length != KEY_BYTES) {
             throw new IllegalArgumentException("remote region key of " + key.length
@@ -394,10 +387,8 @@ public final class NixlTransferEngine implements TransferEngine {
      * releasing them would not, so they are only abandoned right before it.
      */
     private void end(List<InFlight> active) {
-        closed.set(true); // also when the loop ended otherwise: no post begins after this
-        while (posting.get() > 0) {
-            Thread.onSpinWait();
-        }
+        closed.set(true); // also when the loop ended otherwise
+        posting.closeAndAwait(); // no post begins after this
         submitted.drainTo(active);
         try {
             letWireUpSettle();
