@@ -4,22 +4,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.TierId;
-import io.kvstore.engine.BlockInfo;
 import io.kvstore.engine.TierEngine;
-import io.kvstore.engine.TierStats;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.quota.TenantUsage;
-import io.kvstore.service.security.Caller;
 import java.io.PipedInputStream;
 import java.io.PipedOutputStream;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.Arrays;
-import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -229,31 +223,6 @@ class NamespaceDeleteRaceTest {
 
     /** Every tenant's bytes per tier equal the lengths of its namespaces' copies the engine holds there. */
     private void assertAccountsMatchTheEngine(String step) {
-        engine.awaitMoves();
-        Map<String, long[]> held = new HashMap<>();
-        long[] tierBytes = new long[TierId.values().length];
-        for (Iterator<BlockInfo> it = engine.blocks(); it.hasNext(); ) {
-            BlockInfo b = it.next();
-            String owner = namespaces.owner(b.key().namespace());
-            long[] bytes = held.computeIfAbsent(
-                    owner == null ? Caller.LOCAL_TENANT : owner, t -> new long[TierId.values().length]);
-            for (TierId t : b.tiers()) {
-                bytes[t.ordinal()] += b.length();
-                tierBytes[t.ordinal()] += b.length();
-            }
-        }
-        for (String tenant : List.of("alpha", "beta", Caller.LOCAL_TENANT)) {
-            long[] bytes = held.getOrDefault(tenant, new long[TierId.values().length]);
-            for (TierId t : List.of(TierId.DRAM, TierId.NVME)) {
-                assertThat(usage.bytes(tenant, t))
-                        .as(step + ": " + tenant + " in " + t)
-                        .isEqualTo(bytes[t.ordinal()]);
-            }
-        }
-        for (TierStats s : engine.stats()) {
-            assertThat(s.usedBytes())
-                    .as(step + ": bytes in " + s.tier())
-                    .isEqualTo(tierBytes[s.tier().ordinal()]);
-        }
+        TenantAccounts.assertMatchTheEngine(engine, namespaces, usage, step);
     }
 }
