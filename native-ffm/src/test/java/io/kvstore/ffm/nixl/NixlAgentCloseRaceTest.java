@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,7 +28,7 @@ class NixlAgentCloseRaceTest {
 
     @Test
     void callsRacingCloseRunOnTheLiveAgentOrAreRefused() throws Exception {
-        assumeUcx();
+        NixlRequirement.assumeUcx();
         long seed = Long.getLong("kvstore.nixl.race-seed", 20261127L);
         System.out.println("race seed " + seed + " (-Dkvstore.nixl.race-seed to replay)");
         Random random = new Random(seed);
@@ -114,21 +113,6 @@ class NixlAgentCloseRaceTest {
             latch.await();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void assumeUcx() {
-        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
-        NixlRequirement.assumeNixl(
-                Nixl.get().pluginLoadError("UCX").isEmpty(),
-                () -> "skipped: NIXL's UCX plugin cannot be loaded: "
-                        + Nixl.get().pluginLoadError("UCX").orElse(""));
-        try (NixlAgent probe = Nixl.get().createAgent("kvstore-race-probe", new NixlAgent.Config(false, 0))) {
-            List<String> plugins = probe.availablePlugins();
-            NixlRequirement.assumeNixl(
-                    plugins.contains("UCX"),
-                    () -> "skipped: NIXL has no UCX plugin; found " + plugins + " in "
-                            + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));
         }
     }
 }

@@ -3,6 +3,8 @@ package io.kvstore.ffm.nixl;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.file.Path;
+import java.util.List;
 import java.util.function.Supplier;
 
 /**
@@ -21,6 +23,22 @@ final class NixlRequirement {
                     .isTrue();
         } else {
             assumeTrue(usable, reason);
+        }
+    }
+
+    /** {@link #assumeNixl} of a NIXL whose UCX plugin loads and is offered to an agent. */
+    static void assumeUcx() {
+        assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        assumeNixl(
+                Nixl.get().pluginLoadError("UCX").isEmpty(),
+                () -> "skipped: NIXL's UCX plugin cannot be loaded: "
+                        + Nixl.get().pluginLoadError("UCX").orElse(""));
+        try (NixlAgent probe = Nixl.get().createAgent("kvstore-probe", new NixlAgent.Config(false, 0))) {
+            List<String> plugins = probe.availablePlugins();
+            assumeNixl(
+                    plugins.contains("UCX"),
+                    () -> "skipped: NIXL has no UCX plugin; found " + plugins + " in "
+                            + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));
         }
     }
 }

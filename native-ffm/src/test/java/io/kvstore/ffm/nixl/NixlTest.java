@@ -70,21 +70,6 @@ class NixlTest {
                 .hasMessage("nixl_capi_post_xfer_req(x) failed: NIXL_CAPI_ERROR_BACKEND (-2)");
     }
 
-    private static void assumeUcx() {
-        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
-        NixlRequirement.assumeNixl(
-                Nixl.get().pluginLoadError("UCX").isEmpty(),
-                () -> "skipped: NIXL's UCX plugin cannot be loaded: "
-                        + Nixl.get().pluginLoadError("UCX").orElse(""));
-        try (NixlAgent probe = Nixl.get().createAgent("kvstore-probe", new NixlAgent.Config(false, 0))) {
-            List<String> plugins = probe.availablePlugins();
-            NixlRequirement.assumeNixl(
-                    plugins.contains("UCX"),
-                    () -> "skipped: NIXL has no UCX plugin; found " + plugins + " in "
-                            + Nixl.get().pluginDir().map(Path::toString).orElse("plugins/ beside libnixl"));
-        }
-    }
-
     private static long crc(MemorySegment segment) {
         CRC32C crc = new CRC32C();
         crc.update(segment.asByteBuffer());
@@ -115,7 +100,7 @@ class NixlTest {
 
     @Test
     void twoAgentsWriteAndRead64MiBOverUcx() throws Exception {
-        assumeUcx();
+        NixlRequirement.assumeUcx();
         Nixl nixl = Nixl.get();
         try (Arena arena = Arena.ofShared();
                 NixlAgent initiator = nixl.createAgent("kvstore-initiator", NixlAgent.Config.DEFAULT);
@@ -181,7 +166,7 @@ class NixlTest {
 
     @Test
     void transferToAnUnknownAgentNamesTheStatus() {
-        assumeUcx();
+        NixlRequirement.assumeUcx();
         try (Arena arena = Arena.ofConfined();
                 NixlAgent agent = Nixl.get().createAgent("kvstore-lonely", NixlAgent.Config.DEFAULT);
                 NixlBackend ucx = agent.createBackend("UCX", Map.of())) {
@@ -206,7 +191,7 @@ class NixlTest {
 
     @Test
     void handlesCloseOnceAndRefuseUseAfterClose() {
-        assumeUcx();
+        NixlRequirement.assumeUcx();
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment memory = arena.allocate(1 << 20, 4096);
             NixlAgent agent = Nixl.get().createAgent("kvstore-close-once", new NixlAgent.Config(false, 0));
@@ -236,7 +221,7 @@ class NixlTest {
      */
     @Test
     void requestInFlightRefusesToCloseUntilItReportedDone() throws Exception {
-        assumeUcx();
+        NixlRequirement.assumeUcx();
         Nixl nixl = Nixl.get();
         long bytes = 128L << 20;
         try (Arena arena = Arena.ofShared();
