@@ -92,6 +92,7 @@ class DashboardQueriesTest {
                     .start();
             try {
                 String api = "http://127.0.0.1:" + promPort + "/api/v1/query?query=";
+                awaitReady("http://127.0.0.1:" + promPort + "/-/ready");
                 awaitScrapes(api, 3);
                 workload(http, app.getBean(io.kvstore.engine.TierEngine.class)); // counters move between scrapes
                 awaitScrapes(api, 6);
@@ -211,6 +212,31 @@ class DashboardQueriesTest {
         return names;
     }
 
+    /**
+     * Waits until Prometheus says it is ready: before that its API answers 503 with a plain-text body, which is not
+     * JSON (on a slow machine the first queries arrive before it has replayed its write-ahead log).
+     */
+    private static void awaitReady(String ready) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+        while (System.nanoTime() < deadline) {
+            try {
+                if (Http.CLIENT
+                                .send(
+                                        HttpRequest.newBuilder(URI.create(ready))
+                                                .build(),
+                                        HttpResponse.BodyHandlers.discarding())
+                                .statusCode()
+                        == 200) {
+                    return;
+                }
+            } catch (java.io.IOException notListeningYet) {
+                // prometheus is still starting
+            }
+            Thread.sleep(250);
+        }
+        throw new AssertionError("prometheus was not ready within 40 s");
+    }
+
     private static void awaitScrapes(String api, int scrapes) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
         while (System.nanoTime() < deadline) {
@@ -242,6 +268,9 @@ class DashboardQueriesTest {
                 HttpRequest.newBuilder(URI.create(api + URLEncoder.encode(expr, StandardCharsets.UTF_8)))
                         .build(),
                 HttpResponse.BodyHandlers.ofString());
+        if (!r.body().startsWith("{")) {
+            throw new java.io.IOException("prometheus answered " + r.statusCode() + ": " + r.body());
+        }
         return JSON.readTree(r.body());
     }
 }
