@@ -41,10 +41,15 @@ public class ClusterConfiguration {
         return EtcdClients.connect(properties.endpoints());
     }
 
+    /** This node as it registers: with the run its peers sign calls for, when it takes signed calls. */
     @Bean
-    Member selfMember(ClusterProperties properties) {
+    Member selfMember(ClusterProperties properties, PeerCredentials credentials) {
         String address = properties.advertisedAddress().replaceAll("/+$", "");
-        return new Member(properties.nodeName(), address, System.currentTimeMillis());
+        return new Member(
+                properties.nodeName(),
+                address,
+                System.currentTimeMillis(),
+                credentials.configured() ? credentials.boot() : null);
     }
 
     @Bean(destroyMethod = "close")

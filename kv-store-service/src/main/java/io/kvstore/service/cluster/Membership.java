@@ -1,10 +1,14 @@
 package io.kvstore.service.cluster;
 
+import com.fasterxml.jackson.annotation.JsonIgnoreProperties;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.PutOption;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -27,6 +31,14 @@ import tools.jackson.databind.json.JsonMapper;
  * sets as they were before each join of the last {@code handoff-grace}: a lookup also asks a run's owners
  * in those sets, which still hold what was stored before the new member took the run (see
  * {@link #recent()}).
+ *
+ * <p>Each node also publishes its run ({@link Member#boot}) under {@code <prefix>runs/<name>}, on the same lease and
+ * in the same transaction as its member key, so peers sign their first call to it for that run. Why a key of its
+ * own, not a field of the member record: nodes of the previous release read member records strictly (a property they
+ * do not know makes the record unreadable, and they would drop the node from their member set), so a record with a
+ * new field would split a cluster being upgraded node by node; they never read {@code runs/}. A node whose run is
+ * not published (an older release, a node without the cluster's secret) is a member with no run: its peers learn it
+ * from the refusal of their first call, as before.
  */
 public final class Membership implements AutoCloseable {
 
@@ -35,17 +47,24 @@ public final class Membership implements AutoCloseable {
     private final Client etcd;
     private final Member self;
     private final String key;
+    private final String runKey;
     private final long ttlSeconds;
     private final Duration grace;
     private final Clock clock;
     private final JsonMapper json;
     private final long timeoutMillis;
     private final PrefixMirror mirror;
+    private final PrefixMirror runsMirror;
     private final ScheduledExecutorService scheduler;
     private final List<Consumer<MemberSet>> listeners = new CopyOnWriteArrayList<>();
     private final List<PrefixMirror> alsoResynced = new CopyOnWriteArrayList<>();
     private final List<Runnable> afterRenewal = new CopyOnWriteArrayList<>();
     private volatile MemberSet current = MemberSet.EMPTY;
+    /** The member set as the member keys announce it, no runs: {@link #current} is it with {@link #runs}. */
+    private MemberSet announced = MemberSet.EMPTY;
+    /** Each node's run as published under {@code runs/}, by node name. */
+    private Map<String, String> runs = Map.of();
+
     private volatile long leaseId;
     /** This node's entry as last written: {@link #self} with the time of its latest (re)registration. */
     private volatile Member entry;
@@ -58,12 +77,14 @@ public final class Membership implements AutoCloseable {
         this.self = self;
         this.entry = self;
         this.key = properties.keyPrefix() + "members/" + self.name();
+        this.runKey = properties.keyPrefix() + "runs/" + self.name();
         this.ttlSeconds = properties.ttl().toSeconds();
         this.grace = properties.handoffGrace();
         this.clock = clock;
         this.json = json;
         this.timeoutMillis = Math.max(5000, properties.ttl().toMillis() / 3);
         this.mirror = new PrefixMirror(etcd, properties.keyPrefix() + "members/", this::onMembers, timeoutMillis);
+        this.runsMirror = new PrefixMirror(etcd, properties.keyPrefix() + "runs/", this::onRuns, timeoutMillis);
         this.scheduler = Executors.newSingleThreadScheduledExecutor(
                 Thread.ofPlatform().name("kvstore-membership").daemon().factory());
     }
@@ -77,6 +98,7 @@ public final class Membership implements AutoCloseable {
         while (true) {
             try {
                 register();
+                runsMirror.resync();
                 mirror.resync();
                 break;
             } catch (Exception e) {
@@ -107,12 +129,16 @@ public final class Membership implements AutoCloseable {
                 .grant(ttlSeconds)
                 .get(timeoutMillis, TimeUnit.MILLISECONDS)
                 .getID();
-        etcd.getKVClient()
-                .put(
-                        PrefixMirror.bytes(key),
-                        PrefixMirror.bytes(json.writeValueAsString(as)),
-                        PutOption.builder().withLeaseId(lease).build())
-                .get(timeoutMillis, TimeUnit.MILLISECONDS);
+        PutOption onLease = PutOption.builder().withLeaseId(lease).build();
+        List<Op> puts = new ArrayList<>(2);
+        puts.add(Op.put(
+                PrefixMirror.bytes(key),
+                PrefixMirror.bytes(json.writeValueAsString(new Announced(as.name(), as.address(), as.joinedAt()))),
+                onLease));
+        if (as.boot() != null) {
+            puts.add(Op.put(PrefixMirror.bytes(runKey), PrefixMirror.bytes(as.boot()), onLease));
+        }
+        etcd.getKVClient().txn().Then(puts.toArray(Op[]::new)).commit().get(timeoutMillis, TimeUnit.MILLISECONDS);
         leaseId = lease;
         entry = as;
     }
@@ -132,9 +158,10 @@ public final class Membership implements AutoCloseable {
             if (ttl <= 0) {
                 // etcd forgot this node: the others dropped it and gave its runs to others, so it comes back as a
                 // join (a new joinedAt): for the hand-off grace, lookups also ask where its runs were meanwhile
-                register(new Member(self.name(), self.address(), clock.millis()));
+                register(self.joinedAgainAt(clock.millis()));
                 log.info("cluster: node {} registered again (its lease had expired in etcd)", self.name());
             }
+            runsMirror.resync();
             mirror.resync();
             for (PrefixMirror other : alsoResynced) {
                 other.resync();
@@ -161,19 +188,45 @@ public final class Membership implements AutoCloseable {
         List<Member> members = new ArrayList<>(entries.size());
         for (byte[] value : entries.values()) {
             try {
-                members.add(json.readValue(value, Member.class));
+                Announced a = json.readValue(value, Announced.class);
+                members.add(new Member(a.name(), a.address(), a.joinedAt()));
             } catch (RuntimeException e) {
                 log.warn("cluster: ignoring an unreadable member entry: {}", e.getMessage());
             }
         }
-        MemberSet next = new MemberSet(members, revision);
+        synchronized (this) {
+            announced = new MemberSet(members, revision);
+        }
+        update();
+    }
+
+    private void onRuns(Map<String, byte[]> entries, Map<String, Long> created, long revision) {
+        Map<String, String> published = new HashMap<>();
+        entries.forEach((name, run) -> published.put(name, new String(run, StandardCharsets.UTF_8)));
+        synchronized (this) {
+            runs = Map.copyOf(published);
+        }
+        update();
+    }
+
+    /** Makes {@link #current} the announced set with each member's run; tells the listeners when a member changed. */
+    private void update() {
+        MemberSet next;
         MemberSet before;
         synchronized (this) {
+            next = new MemberSet(
+                    announced.members().stream()
+                            .map(m -> m.withBoot(runs.get(m.name())))
+                            .toList(),
+                    announced.epoch());
             before = current;
             if (before.sameMembers(next)) {
                 return;
             }
             current = next;
+            if (sameNodes(before, next)) {
+                return; // only a run was published: the peers sign for it, placement is unchanged
+            }
         }
         log.info(
                 "cluster: member set changed at epoch {}: {} (was {})",
@@ -182,6 +235,21 @@ public final class Membership implements AutoCloseable {
                 before.members().stream().map(Member::name).toList());
         listeners.forEach(l -> l.accept(next));
     }
+
+    /** Whether {@code a} and {@code b} hold the same members, their runs aside. */
+    private static boolean sameNodes(MemberSet a, MemberSet b) {
+        return a.members().stream()
+                .map(m -> m.withBoot(null))
+                .toList()
+                .equals(b.members().stream().map(m -> m.withBoot(null)).toList());
+    }
+
+    /**
+     * A member key's value, {@code {"name", "address", "joinedAt"}}, as every release since join times were kept
+     * writes it. Properties a later release may add are ignored here (Spring's mapper is strict otherwise).
+     */
+    @JsonIgnoreProperties(ignoreUnknown = true)
+    record Announced(String name, String address, long joinedAt) {}
 
     /** The live members as last seen. */
     public MemberSet current() {
@@ -242,6 +310,7 @@ public final class Membership implements AutoCloseable {
         closed = true;
         scheduler.shutdownNow();
         mirror.close();
+        runsMirror.close();
         try {
             etcd.getLeaseClient().revoke(leaseId).get(timeoutMillis, TimeUnit.MILLISECONDS);
             log.info("cluster: node {} left the cluster", self.name());

@@ -52,11 +52,13 @@ public final class Peers implements AutoCloseable {
         }
         RemotePeer known = remote.get(member.name());
         if (known != null && known.member().address().equals(member.address())) {
+            known.published(member.boot());
             return known;
         }
         RemotePeer[] replaced = new RemotePeer[1];
         RemotePeer peer = remote.compute(member.name(), (name, before) -> {
             if (before != null && before.member().address().equals(member.address())) {
+                before.published(member.boot());
                 return before;
             }
             replaced[0] = before;

@@ -34,10 +34,12 @@ import tools.jackson.databind.json.JsonMapper;
  * without it (older configurations) calls carry {@code kvstore.cluster.peer-token} and admin calls
  * {@code kvstore.admin-token}, and the peer applies that token's rules instead.
  *
- * <p>A signed call the peer refuses for its nonce or its run (409 of {@link NonceRefusedException#TYPE}: it took
- * the same signed bytes already, as the JDK client's own retry of an idempotent call resends them, or the call names
- * another run of the peer) did no work there; it is signed again, with a fresh nonce and the run the refusal named,
- * and sent once more, on the lean probe client and the JDK's alike. One resend only: a second refusal is the answer.
+ * <p>Calls are signed for the peer's run as it publishes it in etcd ({@link Member#boot}), so the first call to a
+ * run is taken as it is. A signed call the peer refuses for its nonce or its run (409 of {@link
+ * NonceRefusedException#TYPE}: it took the same signed bytes already, as the JDK client's own retry of an
+ * idempotent call resends them, or the call names another run of the peer) did no work there; it is signed again,
+ * with a fresh nonce and the run the refusal named, and sent once more, on the lean probe client and the JDK's
+ * alike. One resend only: a second refusal is the answer.
  */
 public final class RemotePeer implements Peer {
 
@@ -51,11 +53,14 @@ public final class RemotePeer implements Peer {
     private final PeerCredentials credentials;
     private final PeerHttp probes;
     /**
-     * The peer's run as its last refusal named it ({@value PeerCredentials#BOOT}), signed into every call; null until
-     * then. A peer restarted at the same address keeps this {@code RemotePeer}: its next call is refused naming the
-     * new run, learned here.
+     * The peer's run ({@value PeerCredentials#BOOT}), signed into every call: as it published it in etcd ({@link
+     * Member#boot}), or as its last refusal named it, whichever came last; null while neither did (a peer of an older
+     * release). A peer restarted at the same address keeps this {@code RemotePeer}: the member set soon names its new
+     * run, and a call sent before this node saw it is refused naming it, learned here.
      */
     private volatile @Nullable String boot;
+    /** The run the member set named for the peer when last seen ({@link #published}). */
+    private volatile @Nullable String publishedBoot;
 
     RemotePeer(
             Member member,
@@ -75,6 +80,20 @@ public final class RemotePeer implements Peer {
         this.timeout = timeout;
         this.token = token;
         this.probes = PeerHttp.of(member.address(), timeout);
+        this.boot = member.boot();
+        this.publishedBoot = member.boot();
+    }
+
+    /**
+     * Takes the run the member set names for the peer now: one it did not name before (the peer restarted and
+     * registered again) is signed into the next calls. The run it named before changes nothing, so a stale copy
+     * never undoes a newer run learned from a refusal.
+     */
+    void published(@Nullable String run) {
+        if (run != null && !run.equals(publishedBoot)) {
+            publishedBoot = run;
+            boot = run;
+        }
     }
 
     @Override
@@ -310,9 +329,14 @@ public final class RemotePeer implements Peer {
      * Whether the peer refused a signed call for its nonce alone (409 of {@link NonceRefusedException#TYPE}): it
      * took the same signed bytes before (the JDK client's own retry of an idempotent call on a stale pooled
      * connection resends them, and a party on the path may deliver a captured copy first), or the call fell below
-     * this node's replay window there. The peer did the call's work at most once, and the caller still waits for
-     * its answer, so the call is signed again, with a fresh nonce, and sent once more; a second refusal is the
-     * answer. Any other 409 (a namespace redeclared, a block held) is the peer's answer and is not sent again.
+     * this node's replay window there. The refused copy did no work, and the caller still waits for its answer, so
+     * the call is signed again, with a fresh nonce, and sent once more; a second refusal is the answer. A refusal
+     * for a nonce already taken means another copy of the same signed bytes did the work first, and the resend does
+     * it again: harmless for stores, fetches, deletes and admin calls, but a leasing probe takes a second lease, and
+     * the first copy's, whose answer went to whoever delivered that copy, stays held until it expires. This node's
+     * own clients never deliver a probe twice ({@link PeerHttp} signs every attempt anew; the JDK client resends a
+     * POST only when it could not connect), so only a party on the path does. Any other 409 (a namespace
+     * redeclared, a block held) is the peer's answer and is not sent again.
      */
     private boolean nonceRefused(int status, byte[] body) {
         if (status != 409 || !credentials.configured()) {

@@ -66,8 +66,10 @@ import tools.jackson.databind.json.JsonMapper;
  * it again for the run named. Why not refuse calls signed before this node started: timestamps come from the
  * caller's clock, up to {@link #MAX_SKEW_SECONDS} apart from this node's, so that check would either refuse a
  * lagging node's legitimate calls for minutes after every restart or let calls captured in the minutes before the
- * restart through; a run id needs no clock. The id is learned from the refusal rather than from the member set, so a
- * node's first call to each peer run costs one more round trip.
+ * restart through; a run id needs no clock. A node publishes its run in etcd beside its member record ({@code
+ * Member.boot}), so its peers sign their first call to it for that run and it goes through in one round trip; the
+ * refusal teaches the run only to a peer whose copy is stale (the node restarted a moment ago) or that found none (a
+ * node of an older release). The run is no secret: a call signed for it still needs the cluster's secret.
  */
 public final class PeerCredentials {
 
@@ -93,8 +95,8 @@ public final class PeerCredentials {
      */
     public static final String NONCE = "Kvstore-Peer-Nonce";
     /**
-     * The run of the called node the call is signed for: the 16 hex digits that node drew when it started, as the
-     * calling node learned them from its refusal ({@link NonceRefusedException#BOOT}); covered by {@value
+     * The run of the called node the call is signed for: the 16 hex digits that node drew when it started, as it
+     * publishes them in etcd or its refusal named them ({@link NonceRefusedException#BOOT}); covered by {@value
      * #SIGNATURE}. A node takes only calls signed for its own run, so a call captured before it restarted is refused
      * by the next run, which no longer knows the nonces the earlier one took.
      */
