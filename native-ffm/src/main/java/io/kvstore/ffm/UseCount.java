@@ -38,13 +38,11 @@ public final class UseCount {
     }
 
     /**
-     * Refuses new uses from now on and waits, without a deadline, until those under way ended; false, waiting for
-     * nothing, when an earlier call closed it already.
+     * Refuses new uses from now on and waits, without a deadline, until those under way ended; false when an
+     * earlier call closed it already, after the same wait: whichever call returns, no use is under way.
      */
     public boolean closeAndAwait() {
-        if ((uses.getAndUpdate(n -> n | CLOSED) & CLOSED) != 0) {
-            return false;
-        }
+        boolean first = (uses.getAndUpdate(n -> n | CLOSED) & CLOSED) == 0;
         for (int spins = 0; uses.get() != CLOSED; spins++) {
             if (spins < SPINS) {
                 Thread.onSpinWait();
@@ -52,6 +50,6 @@ public final class UseCount {
                 LockSupport.parkNanos(20_000);
             }
         }
-        return true;
+        return first;
     }
 }

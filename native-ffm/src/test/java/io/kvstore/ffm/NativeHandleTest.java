@@ -6,11 +6,19 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 class NativeHandleTest {
+
+    /** Each close on a thread of its own (the common pool may have a single thread on a small machine). */
+    private static final Executor OWN_THREAD =
+            task -> Thread.ofPlatform().daemon().start(task);
 
     /** Counts releases instead of freeing anything: the base class is what is under test. */
     static final class Counted extends NativeHandle {
@@ -75,5 +83,35 @@ class NativeHandleTest {
         assertThat(h.handle().address()).isEqualTo(0x1234);
         h.close();
         assertThatThrownBy(h::handle).isInstanceOf(IllegalStateException.class).hasMessage("counted 0x1234 is closed");
+    }
+
+    @Test
+    void aSecondCloseReturnsOnlyOnceTheFirstReleased() throws Exception {
+        CountDownLatch releasing = new CountDownLatch(1);
+        CountDownLatch finish = new CountDownLatch(1);
+        NativeHandle slow = new NativeHandle(MemorySegment.ofAddress(0x1234)) {
+            @Override
+            protected void release(MemorySegment handle) {
+                releasing.countDown();
+                try {
+                    finish.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        CompletableFuture<Void> first = CompletableFuture.runAsync(slow::close, OWN_THREAD);
+        assertThat(releasing.await(10, TimeUnit.SECONDS)).isTrue();
+        CompletableFuture<Void> second = CompletableFuture.runAsync(slow::close, OWN_THREAD);
+        try {
+            second.get(200, TimeUnit.MILLISECONDS);
+            throw new AssertionError("a second close returned while the first was still releasing");
+        } catch (TimeoutException expected) {
+            // its caller must not free what the handle still uses
+        }
+        finish.countDown();
+        first.get(10, TimeUnit.SECONDS);
+        second.get(10, TimeUnit.SECONDS);
+        assertThat(slow.isClosed()).isTrue();
     }
 }

@@ -14,13 +14,18 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * A NIXL agent: the unit that owns backends, registered memory and connections to remote agents.
- * Every native handle it hands out (backend, registration, transfer request) belongs to it and must
- * be closed before it; closing the agent destroys it, once ({@link NativeHandle}). Thread-safe: the
- * agent is created with NIXL's strict thread synchronisation.
+ * Every native handle it hands out (backend, registration, transfer request) belongs to it; closing the
+ * agent destroys it, once ({@link NativeHandle}), and first releases what is still open of them, so
+ * nothing NIXL holds outlives the agent. Thread-safe: the agent is created with NIXL's strict thread
+ * synchronisation.
  *
  * <p>Every native call that takes the agent (here, in {@link NixlRegistration} and {@link NixlTransfer})
  * runs inside a use: {@link #enter()} counts it in with one compare-and-set unless the agent is closed,
@@ -28,6 +33,20 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * {@link IllegalStateException} ("NIXL agent closed"), waits for the uses under way to end, and only then
  * destroys the agent and the backend handles it made: a call racing close either runs on the live agent
  * or never reaches the library, instead of handing it a destroyed agent.
+ *
+ * <p>Closing the agent with requests or registrations still open releases them, as closing a connection
+ * closes its statements, rather than refusing: destroying the agent is the only way to stop a transfer in
+ * flight (see {@link NixlTransfer}), and an owner tearing down (an engine whose regions its users close
+ * later, or never) must not be left with a choice between leaking and waiting forever. The order is
+ * NIXL's: requests first ({@code nixl_capi_release_xfer_req} and the request's lists; a request still in
+ * flight is forgotten, and the agent's destruction right after stops its bytes), then registrations
+ * ({@code nixl_capi_deregister_mem}; NIXL's request handles refer to registered memory, so none may
+ * outlive its registration), then backends, then the agent. Each is marked closed: a later close of it
+ * does nothing, and a close racing the agent's waits for it. After the agent is destroyed nothing of a
+ * request can be freed ({@code nixl_capi_destroy_xfer_req} refuses a wrapper whose request was never
+ * released), so this order is the only one that leaks nothing. (UCX 1.13, as built with assertions in
+ * Debian 12, aborts the process when the agent's worker is destroyed under a request still in flight,
+ * released or not; an owner waits for its requests to end where it can.)
  */
 public final class NixlAgent extends NativeHandle {
 
@@ -51,6 +70,12 @@ public final class NixlAgent extends NativeHandle {
     private final UseCount uses = new UseCount();
     /** The C handles of the backends made, destroyed with the agent (a use may still read one until then). */
     private final ConcurrentLinkedQueue<MemorySegment> backendHandles = new ConcurrentLinkedQueue<>();
+    /** Requests made through this agent and not yet released: close releases them first. */
+    private final Set<NixlTransfer> requests = ConcurrentHashMap.newKeySet();
+    /** Registrations made through this agent and not yet deregistered: close deregisters them next. */
+    private final Set<NixlRegistration> registrations = ConcurrentHashMap.newKeySet();
+    /** Request handles and registrations NIXL holds for this agent: made and not yet released (for tests). */
+    private final AtomicInteger nativeObjects = new AtomicInteger();
 
     private NixlAgent(Nixl nixl, String name, MemorySegment agent) {
         super(agent);
@@ -93,6 +118,42 @@ public final class NixlAgent extends NativeHandle {
     /** Ends a use begun by {@link #enter()}. */
     void exit() {
         uses.exit();
+    }
+
+    /** Records a request made inside a use of the agent, so that a close, which waits for the use, sees it. */
+    void adopt(NixlTransfer request) {
+        nativeObjects.incrementAndGet();
+        requests.add(request);
+    }
+
+    /** Records a registration made inside a use of the agent, as {@link #adopt(NixlTransfer)}. */
+    void adopt(NixlRegistration registration) {
+        nativeObjects.incrementAndGet();
+        registrations.add(registration);
+    }
+
+    /** What NIXL still holds of requests and registrations made through this agent. */
+    int liveNativeObjects() {
+        return nativeObjects.get();
+    }
+
+    /**
+     * A request's or registration's close: {@code release} on the agent's handle inside a use of it. Once the agent
+     * is closing, its close releases the child instead, and this waits for that close to return.
+     */
+    void releaseChild(Object child, Consumer<MemorySegment> release) {
+        if (!uses.tryEnter()) {
+            close(); // returns once the agent's close, which released the child, returned
+            return;
+        }
+        try {
+            if (requests.remove(child) || registrations.remove(child)) {
+                release.accept(agent);
+                nativeObjects.decrementAndGet();
+            }
+        } finally {
+            uses.exit();
+        }
     }
 
     /** A C API call on the agent's handle, returning the library's status. */
@@ -424,7 +485,19 @@ public final class NixlAgent extends NativeHandle {
      * use of the agent when naming a backend: the backend's handle lives until the agent is destroyed.
      */
     MemorySegment optArgs(NixlBackend backend, byte[] notification) {
-        if (backend == null && notification == null) {
+        return optArgs(backend == null ? null : backend.handle(), backend, notification);
+    }
+
+    /**
+     * {@link #optArgs(NixlBackend, byte[])} naming {@code backend} by its C handle, which lives until the agent is
+     * destroyed even once the backend is closed: for undoing, inside a use of the agent, what was done with it.
+     */
+    MemorySegment optArgsNaming(NixlBackend backend) {
+        return backend == null ? MemorySegment.NULL : optArgs(backend.handleUntilAgentDestroyed(), backend, null);
+    }
+
+    private MemorySegment optArgs(MemorySegment backendHandle, NixlBackend backend, byte[] notification) {
+        if (backendHandle == null && notification == null) {
             return MemorySegment.NULL;
         }
         MemorySegment args;
@@ -434,8 +507,8 @@ public final class NixlAgent extends NativeHandle {
             args = out.get(ADDRESS, 0);
         }
         try {
-            if (backend != null) {
-                MemorySegment b = backend.handle();
+            if (backendHandle != null) {
+                MemorySegment b = backendHandle;
                 call("nixl_capi_opt_args_add_backend(" + backend.plugin() + ")", a ->
                         (int) nixl.optArgsAddBackend.invokeExact(args, b));
             }
@@ -459,12 +532,23 @@ public final class NixlAgent extends NativeHandle {
     }
 
     /**
-     * Refuses new uses, waits for those under way to end (native calls, each short), then destroys the
-     * backend handles and the agent: {@code nixl_capi_destroy_backend}, {@code nixl_capi_destroy_agent}.
+     * Refuses new uses, waits for those under way to end (native calls, each short), releases the requests and
+     * registrations still open (see the class), then destroys the backend handles and the agent:
+     * {@code nixl_capi_destroy_backend}, {@code nixl_capi_destroy_agent}. A failure to release one does not stop
+     * the rest; the first is thrown once the agent is destroyed.
      */
     @Override
     protected void release(MemorySegment handle) {
-        uses.closeAndAwait();
+        uses.closeAndAwait(); // no use under way, none to come: this thread alone touches the sets below
+        RuntimeException failure = null;
+        for (NixlTransfer request : requests) {
+            failure = releaseOrNote(failure, request, () -> request.releasedWithAgent(handle));
+        }
+        requests.clear();
+        for (NixlRegistration registration : registrations) {
+            failure = releaseOrNote(failure, registration, () -> registration.releasedWithAgent(handle));
+        }
+        registrations.clear();
         try {
             for (MemorySegment backend = backendHandles.poll(); backend != null; backend = backendHandles.poll()) {
                 MemorySegment b = backend;
@@ -472,6 +556,25 @@ public final class NixlAgent extends NativeHandle {
             }
         } finally {
             call("nixl_capi_destroy_agent(" + name + ")", a -> (int) nixl.destroyAgent.invokeExact(handle));
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    /** Runs {@code release} of {@code child}; its failure becomes the first one or is added to it. */
+    private RuntimeException releaseOrNote(RuntimeException first, Object child, Runnable release) {
+        try {
+            release.run();
+            nativeObjects.decrementAndGet();
+            return first;
+        } catch (RuntimeException e) {
+            RuntimeException named = new IllegalStateException("closing " + this + " could not release " + child, e);
+            if (first == null) {
+                return named;
+            }
+            first.addSuppressed(named);
+            return first;
         }
     }
 

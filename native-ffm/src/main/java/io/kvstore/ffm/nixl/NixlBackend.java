@@ -12,11 +12,13 @@ public final class NixlBackend extends NativeHandle {
 
     private final NixlAgent agent;
     private final String plugin;
+    private final MemorySegment handle;
 
     NixlBackend(NixlAgent agent, String plugin, MemorySegment handle) {
         super(handle);
         this.agent = agent;
         this.plugin = plugin;
+        this.handle = handle;
     }
 
     public String plugin() {
@@ -26,6 +28,14 @@ public final class NixlBackend extends NativeHandle {
     /** The backend handle, for a call into the library; fails once the backend is closed. */
     MemorySegment handle() {
         return live();
+    }
+
+    /**
+     * The backend handle also once the backend is closed: valid inside a use of the agent, which destroys it; for
+     * undoing what was done with the backend (a deregistration).
+     */
+    MemorySegment handleUntilAgentDestroyed() {
+        return handle;
     }
 
     /** Nothing to free yet: the agent destroys the C handle with itself ({@link NixlAgent#close()}). */

@@ -10,7 +10,8 @@ import java.util.List;
 /**
  * Memory registered with an agent through a registration descriptor list. The list is kept until
  * {@link #close()}, which deregisters exactly what was registered and frees it, once
- * ({@link NativeHandle}: the list is the handle).
+ * ({@link NativeHandle}: the list is the handle). Closing the agent first does both for a registration
+ * still open ({@link NixlAgent}); its close then does nothing.
  */
 public final class NixlRegistration extends NativeHandle {
 
@@ -18,6 +19,8 @@ public final class NixlRegistration extends NativeHandle {
     private final int memoryType;
     private final List<NixlDescriptor> descriptors;
     private final NixlBackend backend;
+    /** The registration descriptor list, also for the agent's close once this is marked closed. */
+    private final MemorySegment dlist;
 
     private NixlRegistration(
             NixlAgent agent,
@@ -30,6 +33,7 @@ public final class NixlRegistration extends NativeHandle {
         this.memoryType = memoryType;
         this.descriptors = descriptors;
         this.backend = backend;
+        this.dlist = dlist;
     }
 
     static NixlRegistration register(
@@ -38,19 +42,27 @@ public final class NixlRegistration extends NativeHandle {
             throw new IllegalArgumentException("nothing to register with " + agent);
         }
         Nixl nixl = agent.nixl();
-        MemorySegment dlist = newRegList(nixl, memoryType, descriptors);
+        agent.enter(); // until the agent adopted the registration: a close racing this one then deregisters it
         try {
-            agent.callWithBackend(
-                    "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
-                            + " descriptor(s) from 0x"
-                            + Long.toHexString(descriptors.getFirst().address()) + ")",
-                    backend,
-                    (h, opt) -> (int) nixl.registerMem.invokeExact(h, dlist, opt));
-        } catch (RuntimeException e) {
-            NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
-            throw e;
+            MemorySegment dlist = newRegList(nixl, memoryType, descriptors);
+            try {
+                agent.callWithBackend(
+                        "nixl_capi_register_mem(" + agent.name() + ", type " + memoryType + ", " + descriptors.size()
+                                + " descriptor(s) from 0x"
+                                + Long.toHexString(descriptors.getFirst().address()) + ")",
+                        backend,
+                        (h, opt) -> (int) nixl.registerMem.invokeExact(h, dlist, opt));
+            } catch (RuntimeException e) {
+                NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
+                throw e;
+            }
+            NixlRegistration registration =
+                    new NixlRegistration(agent, memoryType, List.copyOf(descriptors), backend, dlist);
+            agent.adopt(registration);
+            return registration;
+        } finally {
+            agent.exit();
         }
-        return new NixlRegistration(agent, memoryType, List.copyOf(descriptors), backend, dlist);
     }
 
     private static MemorySegment newRegList(Nixl nixl, int memoryType, List<NixlDescriptor> descriptors) {
@@ -84,15 +96,36 @@ public final class NixlRegistration extends NativeHandle {
         return descriptors;
     }
 
-    /** {@code nixl_capi_deregister_mem} of the list, then {@code nixl_capi_destroy_reg_dlist}. */
+    /**
+     * {@code nixl_capi_deregister_mem} of the list, then {@code nixl_capi_destroy_reg_dlist}, inside a use of the
+     * agent; once the agent is closing, it does both and this waits for it.
+     */
     @Override
     protected void release(MemorySegment dlist) {
+        agent.releaseChild(this, h -> deregister(h, dlist));
+    }
+
+    /** The agent's close releasing this registration, still open, on its {@code agentHandle}. */
+    void releasedWithAgent(MemorySegment agentHandle) {
+        markReleased();
+        deregister(agentHandle, dlist);
+    }
+
+    /**
+     * Deregisters with the backend it was registered with, by its C handle: closing the backend only refuses its
+     * further use, and the handle lives as long as the agent.
+     */
+    private void deregister(MemorySegment agentHandle, MemorySegment dlist) {
         Nixl nixl = agent.nixl();
         try {
-            agent.callWithBackend(
-                    "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
-                    backend,
-                    (h, args) -> (int) nixl.deregisterMem.invokeExact(h, dlist, args));
+            MemorySegment args = agent.optArgsNaming(backend);
+            try {
+                NixlAgent.call(
+                        "nixl_capi_deregister_mem(" + agent.name() + ", " + descriptors.size() + " descriptor(s))",
+                        a -> (int) nixl.deregisterMem.invokeExact(agentHandle, dlist, args));
+            } finally {
+                agent.destroyOptArgs(args);
+            }
         } finally {
             NixlAgent.call("nixl_capi_destroy_reg_dlist", a -> (int) nixl.destroyRegDlist.invokeExact(dlist));
         }

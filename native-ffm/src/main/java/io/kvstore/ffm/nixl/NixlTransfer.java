@@ -18,7 +18,8 @@ import java.util.List;
  * nothing left to say when they stop. Only destroying the agent stops them. So {@link #close()} refuses,
  * with an {@link IllegalStateException}, a request whose {@link #post()} returned false until
  * {@link #isDone()} returned true or threw; the agent's owner, about to destroy the agent, lets go of one
- * with {@link #abandon()}.
+ * with {@link #abandon()}. Closing the agent abandons every request of it still open, in flight or not,
+ * right before destroying it ({@link NixlAgent}); the request's close then does nothing.
  */
 public final class NixlTransfer extends NativeHandle {
 
@@ -27,6 +28,8 @@ public final class NixlTransfer extends NativeHandle {
     private final MemorySegment localList;
     private final MemorySegment remoteList;
     private final MemorySegment postArgs;
+    /** The request, also for the agent's close once this is marked closed. */
+    private final MemorySegment request;
     /** Posted and not yet reported done or failed: NIXL (UCX) may still move its bytes. */
     private volatile boolean inFlight;
     /** Set by {@link #abandon()}: released although in flight, its agent destroyed next. */
@@ -45,6 +48,7 @@ public final class NixlTransfer extends NativeHandle {
         this.localList = localList;
         this.remoteList = remoteList;
         this.postArgs = postArgs;
+        this.request = request;
     }
 
     static NixlTransfer create(
@@ -122,7 +126,10 @@ public final class NixlTransfer extends NativeHandle {
                 NixlAgent.call(
                         "nixl_capi_create_xfer_req(" + description + ")", a -> (int) nixl.createXferReq.invokeExact(
                                 handle, operation, localList, rl, a.allocateFrom(remoteAgent), out, ca));
-                return new NixlTransfer(agent, description, out.get(ADDRESS, 0), localList, remoteList, postArgs);
+                NixlTransfer transfer =
+                        new NixlTransfer(agent, description, out.get(ADDRESS, 0), localList, remoteList, postArgs);
+                agent.adopt(transfer); // inside the use: a close racing this one then releases it
+                return transfer;
             }
         } catch (RuntimeException e) {
             destroyList(nixl, localList);
@@ -231,13 +238,26 @@ public final class NixlTransfer extends NativeHandle {
         return true;
     }
 
-    /** {@code nixl_capi_release_xfer_req} and {@code nixl_capi_destroy_xfer_req}, then the lists and arguments. */
+    /**
+     * {@code nixl_capi_release_xfer_req} and {@code nixl_capi_destroy_xfer_req}, then the lists and arguments, inside
+     * a use of the agent; once the agent is closing, it does all that and this waits for it.
+     */
     @Override
     protected void release(MemorySegment request) {
+        agent.releaseChild(this, h -> releaseOn(h, request));
+    }
+
+    /** The agent's close releasing this request, still open and perhaps in flight, on its {@code agentHandle}. */
+    void releasedWithAgent(MemorySegment agentHandle) {
+        markReleased();
+        releaseOn(agentHandle, request);
+    }
+
+    private void releaseOn(MemorySegment agentHandle, MemorySegment request) {
         Nixl nixl = agent.nixl();
         try {
-            agent.callAgent("nixl_capi_release_xfer_req(" + description + ")", (a, h) ->
-                    (int) nixl.releaseXferReq.invokeExact(h, request));
+            NixlAgent.call("nixl_capi_release_xfer_req(" + description + ")", a ->
+                    (int) nixl.releaseXferReq.invokeExact(agentHandle, request));
             NixlAgent.call("nixl_capi_destroy_xfer_req", a -> (int) nixl.destroyXferReq.invokeExact(request));
         } finally {
             destroyList(nixl, localList);

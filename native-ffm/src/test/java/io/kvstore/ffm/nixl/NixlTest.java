@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.kvstore.ffm.LibraryUnavailableException;
+import io.kvstore.ffm.NativeHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout.PathElement;
 import java.lang.foreign.MemorySegment;
@@ -250,6 +251,65 @@ class NixlTest {
                 read.close();
                 assertThat(read.isClosed()).isTrue();
                 initiator.invalidateRemoteMetadata(targetName);
+            }
+        }
+    }
+
+    /**
+     * An agent closed with requests (one finished, one never posted) and a registration still open releases them
+     * first: NIXL holds nothing of them once close returned, and their own closes afterwards do nothing. (Not with a
+     * request in flight: UCX 1.13 aborts the process when the agent's worker is destroyed under one, released or
+     * not.)
+     */
+    @Test
+    void closingTheAgentReleasesTheRequestsAndRegistrationsStillOpen() throws Exception {
+        NixlRequirement.assumeUcx();
+        Nixl nixl = Nixl.get();
+        long bytes = 64L << 20;
+        try (Arena arena = Arena.ofShared();
+                NixlAgent target = nixl.createAgent("kvstore-orphans-target", NixlAgent.Config.DEFAULT)) {
+            MemorySegment local = arena.allocate(bytes, 4096);
+            MemorySegment remote = arena.allocate(bytes, 4096);
+            NixlDescriptor dst = new NixlDescriptor(local.address(), bytes, 0);
+            NixlDescriptor src = new NixlDescriptor(remote.address(), bytes, 0);
+            NixlAgent agent = nixl.createAgent("kvstore-orphans", NixlAgent.Config.DEFAULT);
+            NixlBackend backend = agent.createBackend("UCX", Map.of());
+            try (NixlBackend tb = target.createBackend("UCX", Map.of());
+                    NixlRegistration r2 = target.register(Nixl.DRAM_SEG, List.of(src), tb)) {
+                NixlRegistration registration = agent.register(Nixl.DRAM_SEG, List.of(dst), backend);
+                String targetName = agent.loadRemoteMetadata(target.localMetadata());
+                NixlTransfer finished = agent.createTransfer(
+                        Nixl.XFER_READ,
+                        Nixl.DRAM_SEG,
+                        List.of(dst),
+                        Nixl.DRAM_SEG,
+                        List.of(src),
+                        targetName,
+                        null,
+                        null);
+                await(finished);
+                NixlTransfer idle = agent.createTransfer(
+                        Nixl.XFER_WRITE,
+                        Nixl.DRAM_SEG,
+                        List.of(dst),
+                        Nixl.DRAM_SEG,
+                        List.of(src),
+                        targetName,
+                        null,
+                        null);
+                assertThat(agent.liveNativeObjects())
+                        .as("two requests and a registration")
+                        .isEqualTo(3);
+
+                backend.close(); // as owners do: backends first, the agent last
+                agent.close();
+
+                assertThat(agent.liveNativeObjects())
+                        .as("request handles and registrations NIXL still holds after the agent closed")
+                        .isZero();
+                List<NativeHandle> children = List.of(finished, idle, registration);
+                assertThat(children).allMatch(NativeHandle::isClosed);
+                children.forEach(NativeHandle::close); // nothing left to do, nothing to refuse
             }
         }
     }

@@ -16,6 +16,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 
 /**
  * Moves spans between a memory region and files through one NIXL agent's storage backend: the device
@@ -54,6 +55,8 @@ public final class NixlFileCopier implements AutoCloseable {
     private final Map<Integer, NixlRegistration> files = new ConcurrentHashMap<>();
     /** The moves and registrations under way. */
     private final UseCount uses = new UseCount();
+    /** Opened once the first close destroyed the agent: a later or racing close returns only then. */
+    private final CountDownLatch closed = new CountDownLatch(1);
 
     /**
      * A copier over {@code region}, with no file registered yet.
@@ -224,13 +227,15 @@ public final class NixlFileCopier implements AutoCloseable {
 
     /**
      * Refuses new moves and registrations, waits for those under way, then deregisters the files and the
-     * region and destroys the agent; later calls do nothing. The wait is bounded by the moves' own: each gives
+     * region and destroys the agent; later and racing calls do nothing but wait until that is done, so that
+     * whichever close returns, its caller may free the region. The wait is bounded by the moves' own: each gives
      * up polling at its timeout and then only waits for NIXL to end its transfer, which a local file transfer
      * always does (NIXL cannot cancel one, and releasing the memory under it would let it write freed memory).
      */
     @Override
     public void close() {
         if (!uses.closeAndAwait()) {
+            awaitClosed();
             return;
         }
         try {
@@ -239,7 +244,26 @@ public final class NixlFileCopier implements AutoCloseable {
             memory.close();
             backend.close();
         } finally {
-            agent.close();
+            try {
+                agent.close();
+            } finally {
+                closed.countDown();
+            }
+        }
+    }
+
+    private void awaitClosed() {
+        boolean interrupted = false;
+        while (true) {
+            try {
+                closed.await();
+                break;
+            } catch (InterruptedException e) {
+                interrupted = true; // the region must not be freed before the agent let go of it: wait on
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
         }
     }
 }

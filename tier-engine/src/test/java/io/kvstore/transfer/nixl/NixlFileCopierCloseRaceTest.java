@@ -124,6 +124,84 @@ class NixlFileCopierCloseRaceTest {
                 .isEqualTo(rounds * MOVERS);
     }
 
+    /**
+     * Two closes while a write is under way: the one that finds the copier closing already returns only once the
+     * write ended and the agent let go of the region, not at once (its caller could free the region meanwhile).
+     * Each round writes a fresh pattern over the whole file; the second close's caller reads the file's end as
+     * soon as close returns and must find the pattern there.
+     */
+    @Test
+    void aSecondCloseReturnsOnlyOnceTheMoveUnderWayEnded() throws Exception {
+        NixlRequirement.assumeNixl(Nixl.availability().available(), () -> "skipped: " + Nixl.availability());
+        var posix = NixlBackendProbe.ofThisMachine().probe("POSIX");
+        NixlRequirement.assumeNixl(posix.available(), () -> "skipped: " + posix.detail());
+        long bytes = 64L << 20;
+        long tail = 1L << 20;
+        Path path = dir.resolve("second-close.dat");
+        int fd = LibC.open(path.toString(), LibC.O_RDWR | LibC.O_CREAT, 0644);
+        int conclusive = 0;
+        try {
+            for (int round = 1; round <= 20 && conclusive < 3; round++) {
+                try (FileChannel ch = FileChannel.open(path, StandardOpenOption.WRITE)) {
+                    ch.truncate(0);
+                    ch.write(ByteBuffer.allocate(1), bytes - 1); // all zeros
+                }
+                try (Arena arena = Arena.ofShared()) {
+                    MemorySegment region = arena.allocate(bytes, 4096);
+                    Patterns.fill(region, round | 1L);
+                    NixlFileCopier copier = new NixlFileCopier(
+                            "kvstore-copier-twice-" + round, "POSIX", Nixl.DRAM_SEG, region, 0, Duration.ofSeconds(60));
+                    NixlFileCopier.File file = copier.register(fd, bytes);
+                    CountDownLatch moving = new CountDownLatch(1);
+                    AtomicInteger moved = new AtomicInteger();
+                    Thread mover = Thread.ofPlatform().start(() -> {
+                        moving.countDown();
+                        try {
+                            copier.write(file, List.of(new TransferSpan(0, 0, bytes)));
+                            moved.set(1);
+                        } catch (IllegalStateException refused) {
+                            moved.set(-1); // the first close came first: this round shows nothing
+                        }
+                    });
+                    moving.await();
+                    LockSupport.parkNanos(2_000_000);
+                    Thread first = Thread.ofPlatform().start(copier::close);
+                    while (isOpen(copier, fd, bytes)) {
+                        Thread.onSpinWait();
+                    }
+                    copier.close(); // the second close
+                    byte[] end = readTail(path, bytes, tail);
+                    mover.join();
+                    first.join();
+                    if (moved.get() == 1) {
+                        conclusive++;
+                        assertThat(MemorySegment.ofArray(end).mismatch(region.asSlice(bytes - tail)))
+                                .as(
+                                        "round %d: the file's last MiB when the second close returned (-1: the write"
+                                                + " had ended)",
+                                        round)
+                                .isEqualTo(-1L);
+                    }
+                }
+            }
+        } finally {
+            LibC.close(fd);
+        }
+        assertThat(conclusive)
+                .as("rounds whose write was under way when the copier closed")
+                .isPositive();
+    }
+
+    /** Whether the copier still takes a registration (of a file it has already: nothing is registered). */
+    private static boolean isOpen(NixlFileCopier copier, int fd, long bytes) {
+        try {
+            copier.register(fd, bytes);
+            return true;
+        } catch (IllegalStateException closed) {
+            return false;
+        }
+    }
+
     /** One thread's moves: reads of its file area into its destination and writes of its source, until refused. */
     private record Mover(
             NixlFileCopier copier, NixlFileCopier.File file, MemorySegment region, Path path, int index, long seed) {
@@ -213,6 +291,16 @@ class NixlFileCopierCloseRaceTest {
             b.append(" [cause: ").append(c).append(']');
         }
         return b.toString();
+    }
+
+    private static byte[] readTail(Path path, long length, long tail) throws Exception {
+        try (FileChannel ch = FileChannel.open(path)) {
+            ByteBuffer b = ByteBuffer.allocate((int) tail);
+            while (b.hasRemaining() && ch.read(b, length - tail + b.position()) > 0) {
+                // read until full
+            }
+            return b.array();
+        }
     }
 
     private static byte[] readFile(Path path, long length) throws Exception {
