@@ -134,7 +134,7 @@ final class Mover implements AutoCloseable {
         if (tier.contains(entry.key()) && !entry.residentIn(tier.id())) {
             throw new OldCopyBeingFreed(tier, entry.key());
         }
-        writeWithRoom(tier, length, write);
+        writeWithRoom(tier, entry, length, write);
     }
 
     /** One attempt at writing a copy into a tier; {@link TierFullException} when it has no room. */
@@ -144,6 +144,21 @@ final class Mover implements AutoCloseable {
     }
 
     private void writeWithRoom(BlockTier tier, int length, TierWrite write) throws IOException {
+        writeWithRoom(tier, null, length, write);
+    }
+
+    /**
+     * Writes with room made as {@link #makeRoom} makes it; a copy of {@code copyOf}'s block (null: a first copy or a
+     * slot) stops waiting for room once that block is deleted, and throws {@link Residency.StaleEntryException}.
+     *
+     * <p>Why: a delete counts the slots it cleared as being freed ({@link SlotsBeingFreed}), and a write into the
+     * full tier waits while any is counted; but it frees them only after the copies of its blocks still being
+     * written ({@link Residency#beginCopy}). A copy that waited for room there would wait on a count that cannot
+     * move before it gives up (after {@link #ROOM_WAIT_NANOS}), and hold up the delete and every other write into
+     * the tier as long. The copy was to be removed anyway: the delete won.
+     */
+    private void writeWithRoom(BlockTier tier, @Nullable CatalogEntry copyOf, int length, TierWrite write)
+            throws IOException {
         long start = System.nanoTime();
         for (int attempt = 0; ; attempt++) {
             // read before the attempt: a slot freed after it found no room is then not missed (makeRoom)
@@ -152,6 +167,9 @@ final class Mover implements AutoCloseable {
                 write.write();
                 return;
             } catch (TierFullException full) {
+                if (copyOf != null && copyOf.dead()) {
+                    throw new Residency.StaleEntryException(copyOf.key());
+                }
                 makeRoom(tier.id(), length, full, start, attempt, freedBefore);
             }
         }
@@ -261,6 +279,8 @@ final class Mover implements AutoCloseable {
                         },
                         null);
                 return;
+            } catch (Residency.StaleEntryException deletedMeanwhile) {
+                return; // a delete that came after this store won while the copy waited for room
             } catch (OldCopyBeingFreed beingFreed) {
                 // waited for with the read let go: its freeing may be waiting for this very read to end
                 try {
