@@ -316,6 +316,19 @@ def _replay(ctx, endpoint, start):
         sock.close()
 
 
+def _await_subscribed(c, sub) -> None:
+    """Stores one block at a time, in a namespace of its own, until a live batch reaches ``sub``: a SUB's
+    subscription reaches the PUB some time after it connects (seconds on a loaded machine), and what is published
+    before that never reaches it."""
+    c.declare_namespace("probe", SMALL, model="m-probe", hash_seed="0")
+    deadline, seed = time.monotonic() + 60, 1000
+    while not sub.poll(200):
+        assert time.monotonic() < deadline, "no live batch reached the subscriber within 60 s"
+        c.store("probe", prompt(1, SMALL.block_bytes, seed)[2])
+        seed += 1
+    sub.recv_multipart()
+
+
 def _ext(h: bytes) -> int:
     """vLLM's maybe_convert_block_hash: int.from_bytes(hash, "big") & (2**64 - 1)."""
     return int.from_bytes(h, "big") & (2**64 - 1)
@@ -349,9 +362,9 @@ def _store_and_collect(svc, pub, rep):
     sub.setsockopt(zmq.SUBSCRIBE, b"")
     sub.setsockopt(zmq.LINGER, 0)
     sub.connect(pub)
-    time.sleep(0.5)  # the SUB's subscription reaches the PUB
     c = kvstore.KvStoreClient(svc.url)
     try:
+        _await_subscribed(c, sub)
         c.declare_namespace("plain", SMALL, model="m-plain", hash_seed="0")
         c.declare_namespace("adapter", SMALL, model="m-lora", hash_seed="0", lora="sql-lora",
                             extra_keys=["tenant-a"])

@@ -16,6 +16,8 @@ import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -304,9 +306,9 @@ class ControlSocketTest {
         return 0;
     }
 
-    /** Waits up to 10 s for the tenant's reserved bytes to fall to {@code bytes}; the last count seen. */
+    /** Waits up to 30 s for the tenant's reserved bytes to fall to {@code bytes}; the last count seen. */
     private long awaitReservedBy(String tenant, long bytes) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         long now = reservedBy(tenant);
         while (now != bytes && System.nanoTime() < deadline) {
             Thread.sleep(100);
@@ -397,12 +399,12 @@ class ControlSocketTest {
 
     /**
      * The grant of {@code dropped}'s slot to another client ({@code clientId}), reserved again every 100 ms for up to
-     * 10 s until it asks for no CRC32Cs (the writer that left the slot is seen gone), or the last one; each cancelled.
+     * 30 s until it asks for no CRC32Cs (the writer that left the slot is seen gone), or the last one; each cancelled.
      */
     private Granted nextGrantOf(String token, String clientId, String ns, BlockHash hash, Granted dropped)
             throws Exception {
         try (Connection other = named(token, clientId)) {
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             Granted next;
             do {
                 Thread.sleep(100);
@@ -469,9 +471,20 @@ class ControlSocketTest {
                 .statusCode();
     }
 
-    /** Waits up to 10 s for the lease to be unknown (released); its last status. */
+    /** Waits up to 30 s until an answer is on the connection's socket, leaving it unread. */
+    private static void awaitReadable(Connection c) throws IOException {
+        c.channel.configureBlocking(false);
+        try (Selector selector = Selector.open()) {
+            c.channel.register(selector, SelectionKey.OP_READ);
+            assertThat(selector.select(TimeUnit.SECONDS.toMillis(30)))
+                    .as("an answer on the socket within 30 s")
+                    .isOne();
+        }
+    }
+
+    /** Waits up to 30 s for the lease to be unknown (released); its last status. */
     private int awaitLeaseGone(String leaseId) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         int status = http().get("/v1/leases/" + leaseId, ALPHA_HEADER).statusCode();
         while (status != 404 && System.nanoTime() < deadline) {
             Thread.sleep(100);
@@ -491,10 +504,10 @@ class ControlSocketTest {
             while (frame.hasRemaining()) {
                 call.channel.write(frame);
             }
-            Thread.sleep(500); // the answer reaches the client's socket (a delete before the lease would succeed)
+            awaitReadable(call); // the answer reaches the client's socket (a delete before the lease would succeed)
             assertThat(deleteBlock("a-unread", hash)).as("leased").isEqualTo(409);
             call.close(); // the client gave up waiting: it never learns the lease, so it cannot release it
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             int status = deleteBlock("a-unread", hash);
             while (status == 409 && System.nanoTime() < deadline) {
                 Thread.sleep(100);
@@ -560,7 +573,7 @@ class ControlSocketTest {
             assertThat(awaitClosedByService(unnamed))
                     .as("a connection without a client id too")
                     .isTrue();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (server.connections() > before - 2 && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
@@ -571,10 +584,10 @@ class ControlSocketTest {
         }
     }
 
-    /** Waits up to 10 s for the service to close the connection; whether it did. */
+    /** Waits up to 30 s for the service to close the connection; whether it did. */
     private static boolean awaitClosedByService(Connection c) throws Exception {
         c.channel.configureBlocking(false);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
             if (c.channel.read(ByteBuffer.allocate(1)) < 0) {
                 return true;
@@ -895,13 +908,13 @@ class ControlSocketTest {
                 assertThat(refused.closedByService()).isTrue();
             }
             held.remove(0).close();
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             Connection again = null;
             while (again == null) {
                 try {
                     again = hello(ALPHA);
                 } catch (IOException | AssertionError stillFull) {
-                    assertThat(System.nanoTime()).as("a slot freed within 10 s").isLessThan(deadline);
+                    assertThat(System.nanoTime()).as("a slot freed within 30 s").isLessThan(deadline);
                     Thread.sleep(50);
                 }
             }

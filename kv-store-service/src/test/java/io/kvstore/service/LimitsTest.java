@@ -119,7 +119,9 @@ class LimitsTest {
                             "application/octet-stream",
                             Http.frames(hashes, TestLayout.blocks(8, 3), null));
             assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
-            assertThat((System.nanoTime() - start) / 1_000_000).isLessThan(5_000);
+            // well short of the tricklers' 30 s upload deadline (what a store held behind them would wait for),
+            // with room for a loaded machine
+            assertThat((System.nanoTime() - start) / 1_000_000).isLessThan(15_000);
         } finally {
             for (Socket s : slow) {
                 s.close();

@@ -102,7 +102,7 @@ final class OneSidedEngines {
                     .isEqualTo(409);
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
 
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (http.get("/v1/leases/" + leaseId).statusCode() == 200 && System.nanoTime() < deadline) {
                 Thread.sleep(100);
             }

@@ -20,8 +20,15 @@ class UseCountTest {
         assertThat(uses.tryEnter()).isTrue();
         assertThat(uses.tryEnter()).isTrue();
 
-        CompletableFuture<Boolean> closing = CompletableFuture.supplyAsync(uses::closeAndAwait);
+        CompletableFuture<Boolean> closing = CompletableFuture.supplyAsync(uses::closeAndAwait, OWN_THREAD);
         uses.exit();
+        // close begins when its thread runs, which on a loaded machine may be seconds from now
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (uses.tryEnter()) {
+            uses.exit();
+            assertThat(System.nanoTime()).as("close began within 60 s").isLessThan(deadline);
+            Thread.sleep(1);
+        }
         try {
             closing.get(200, TimeUnit.MILLISECONDS);
             throw new AssertionError("close returned with a use still under way");

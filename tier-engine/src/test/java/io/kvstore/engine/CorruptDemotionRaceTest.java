@@ -75,7 +75,7 @@ class CorruptDemotionRaceTest {
                         }
                     },
                     OWN_THREAD);
-            assertThat(put.get(5, TimeUnit.SECONDS)).isNotNull();
+            assertThat(put.get(30, TimeUnit.SECONDS)).isNotNull();
             MemorySegment out = arena.allocate(BLOCK);
             engine.get(victim, out);
             assertThat(out.mismatch(victimBytes)).isEqualTo(-1);

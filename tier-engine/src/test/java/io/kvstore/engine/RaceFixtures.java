@@ -151,7 +151,7 @@ final class RaceFixtures {
         read.get(10, TimeUnit.SECONDS);
 
         // the reader left, the slot is freed: the store lands in DRAM and reads back whole
-        assertThat(put.get(5, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
+        assertThat(put.get(30, TimeUnit.SECONDS)).isEqualTo(TierId.DRAM);
         MemorySegment out = arena.allocate(blockBytes);
         engine.get(fresh, out);
         assertThat(out.mismatch(freshBytes)).isEqualTo(-1);

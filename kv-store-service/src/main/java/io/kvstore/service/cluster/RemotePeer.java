@@ -24,6 +24,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
+import tools.jackson.core.JacksonException;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -201,7 +202,7 @@ public final class RemotePeer implements Peer {
     public EngineResponses.Stored store(Caller caller, String namespace, byte[] frames) throws IOException {
         byte[] answer = send(() -> request(caller, "PUT", "/v1/namespaces/" + encode(namespace) + "/blocks", frames)
                 .header("Content-Type", "application/octet-stream"));
-        return json.readValue(answer, EngineResponses.Stored.class);
+        return read(answer, EngineResponses.Stored.class);
     }
 
     @Override
@@ -224,7 +225,7 @@ public final class RemotePeer implements Peer {
         byte[] answer = sendUnlessAbsent(() -> request(caller, "DELETE", "/v1/namespaces/" + encode(namespace), null));
         return answer == null
                 ? -1
-                : json.readValue(answer, EngineResponses.NamespaceDeleted.class).deletedBlocks();
+                : read(answer, EngineResponses.NamespaceDeleted.class).deletedBlocks();
     }
 
     @Override
@@ -244,13 +245,13 @@ public final class RemotePeer implements Peer {
                 send(() -> admin(caller, "POST", pin ? "/admin/pin" : "/admin/unpin", json.writeValueAsBytes(request))
                         .header("Content-Type", "application/json")
                         .header(PINS_REVISION, Long.toString(revision)));
-        JsonNode counts = json.readTree(answer);
+        JsonNode counts = read(answer, JsonNode.class);
         return counts.path(pin ? "pinnedBlocks" : "unpinnedBlocks").asInt();
     }
 
     @Override
     public AdminController.Tiers tiers(Caller caller) throws IOException {
-        return json.readValue(send(() -> admin(caller, "GET", "/admin/tiers", null)), AdminController.Tiers.class);
+        return read(send(() -> admin(caller, "GET", "/admin/tiers", null)), AdminController.Tiers.class);
     }
 
     /** A call to the peer's admin API: the signed caller, or else this cluster's admin token. */
@@ -381,6 +382,20 @@ public final class RemotePeer implements Peer {
             detail = "HTTP " + status;
         }
         throw new PeerException(status >= 500 ? 502 : status, "node " + member.name() + ": " + detail, null);
+    }
+
+    /**
+     * A 2xx answer read as {@code type}. One that is not JSON (a proxy's page, another service now at the peer's
+     * address) is a {@link PeerException}, 502, like the peer's own failure: Jackson's exceptions are unchecked and
+     * would escape every caller's {@code catch (IOException)}.
+     */
+    private <T> T read(byte[] answer, Class<T> type) throws PeerException {
+        try {
+            return json.readValue(answer, type);
+        } catch (JacksonException e) {
+            throw new PeerException(
+                    502, "node " + member.name() + " answered what is not JSON: " + e.getOriginalMessage(), e);
+        }
     }
 
     private static String encode(String segment) {

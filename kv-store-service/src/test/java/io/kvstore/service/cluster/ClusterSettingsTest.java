@@ -56,17 +56,17 @@ class ClusterSettingsTest {
             try {
                 settings.publishPins(List.of(held), true);
                 settings.start(membership);
-                await().atMost(Duration.ofSeconds(10)).until(() -> pins.pinnedHere() == 1);
+                await().atMost(Duration.ofSeconds(30)).until(() -> pins.pinnedHere() == 1);
                 assertThat(pins.remove(List.of(held))).isOne(); // the unpin, told to this node ...
                 // ... whose delete never reached etcd
                 assertThat(client.getKVClient()
                                 .get(PrefixMirror.bytes(
                                         "/s1/settings/pins/ns/" + held.hash().hex()))
-                                .get(5, TimeUnit.SECONDS)
+                                .get(30, TimeUnit.SECONDS)
                                 .getCount())
                         .isOne();
                 // renewals come once a third of the 3 s TTL
-                await().atMost(Duration.ofSeconds(10)).until(() -> pins.pinnedHere() == 1);
+                await().atMost(Duration.ofSeconds(30)).until(() -> pins.pinnedHere() == 1);
                 assertThat(engine.unpin(List.of(held)))
                         .as("pinned in the engine")
                         .isOne();
@@ -133,7 +133,7 @@ class ClusterSettingsTest {
                             PrefixMirror.bytes("/s5/settings/namespaces/durable"),
                             PrefixMirror.bytes(ClusterNodes.DECLARATION.replace(
                                     "\"hashSeed\":\"0\"", "\"hashSeed\":\"0\",\"durability\":\"write-through\"")))
-                    .get(5, TimeUnit.SECONDS);
+                    .get(30, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(20))
                     .until(() -> ClusterNodes.send(base, "GET", "/v1/namespaces/durable", null)
                                     .statusCode()
@@ -168,7 +168,7 @@ class ClusterSettingsTest {
             // the same tenant's new declaration: two layers of 32 dims (blocks of the same size)
             String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
             assertThat(anew).isNotEqualTo(old);
-            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(30, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(20))
                     .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
                             .body()
@@ -194,7 +194,7 @@ class ClusterSettingsTest {
             String anew = old.replace("\"tenant\" : \"local\"", "\"tenant\" : \"other\"")
                     .replace("\"tenant\":\"local\"", "\"tenant\":\"other\"");
             assertThat(anew).isNotEqualTo(old);
-            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(30, TimeUnit.SECONDS);
             await().atMost(Duration.ofSeconds(20))
                     .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
                                     .statusCode()
@@ -257,7 +257,7 @@ class ClusterSettingsTest {
             var key = PrefixMirror.bytes("/s11/settings/namespaces/llama");
             String old = valueOf(client, key);
             String anew = old.replace("\"layers\":1", "\"layers\":2").replace("\"headDim\":64", "\"headDim\":32");
-            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(5, TimeUnit.SECONDS);
+            client.getKVClient().put(key, PrefixMirror.bytes(anew)).get(30, TimeUnit.SECONDS);
             // the blocks not leased are dropped; the leased five hold the old declaration here
             await().atMost(Duration.ofSeconds(20))
                     .until(() -> ClusterNodes.send(
@@ -338,8 +338,8 @@ class ClusterSettingsTest {
             // while the node is down: deleted through another node, and declared anew the same way
             var key = PrefixMirror.bytes("/s14/settings/namespaces/llama");
             String value = valueOf(client, key);
-            client.getKVClient().delete(key).get(5, TimeUnit.SECONDS);
-            client.getKVClient().put(key, PrefixMirror.bytes(value)).get(5, TimeUnit.SECONDS);
+            client.getKVClient().delete(key).get(30, TimeUnit.SECONDS);
+            client.getKVClient().put(key, PrefixMirror.bytes(value)).get(30, TimeUnit.SECONDS);
             try (ClusterNodes.Node node = startWithNvme(dir)) {
                 await().atMost(Duration.ofSeconds(20))
                         .until(() -> ClusterNodes.send(node.base(), "GET", "/v1/namespaces/llama", null)
@@ -385,7 +385,7 @@ class ClusterSettingsTest {
                             io.etcd.jetcd.options.GetOption.builder()
                                     .isPrefix(true)
                                     .build())
-                    .get(5, TimeUnit.SECONDS);
+                    .get(30, TimeUnit.SECONDS);
             Snapshot snapshot = new Snapshot(
                     new java.util.TreeMap<>(),
                     new java.util.TreeMap<>(),
@@ -433,7 +433,7 @@ class ClusterSettingsTest {
                         .isEqualTo(alphas);
                 var held = client.getKVClient()
                         .get(PrefixMirror.bytes("/s7/settings/namespaces/shared"))
-                        .get(5, TimeUnit.SECONDS)
+                        .get(30, TimeUnit.SECONDS)
                         .getKvs()
                         .getFirst()
                         .getValue()
@@ -467,7 +467,7 @@ class ClusterSettingsTest {
     private static String valueOf(Client client, io.etcd.jetcd.ByteSequence key) throws Exception {
         return client.getKVClient()
                 .get(key)
-                .get(5, TimeUnit.SECONDS)
+                .get(30, TimeUnit.SECONDS)
                 .getKvs()
                 .getFirst()
                 .getValue()

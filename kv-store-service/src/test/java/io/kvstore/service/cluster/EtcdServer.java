@@ -2,9 +2,13 @@ package io.kvstore.service.cluster;
 
 import io.kvstore.service.ServiceProcesses;
 import java.io.IOException;
-import java.net.Socket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -64,18 +68,41 @@ final class EtcdServer implements AutoCloseable {
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()))
                 .start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (System.nanoTime() < deadline) {
-            if (!process.isAlive()) {
-                throw new IllegalStateException("etcd exited: " + Files.readString(log));
-            }
-            try (Socket s = new Socket("127.0.0.1", clientPort)) {
-                return this;
-            } catch (IOException notYet) {
+        awaitHealthy();
+        return this;
+    }
+
+    /**
+     * Waits until etcd answers its {@code /health} with {@code "health":"true"}: it has a leader and serves a
+     * read. Listening is not enough: etcd accepts connections before it has elected itself, and a test's first
+     * put with a 5 s timeout then fails on a loaded machine; before that {@code /health} answers 503 or nothing.
+     */
+    private void awaitHealthy() throws IOException, InterruptedException {
+        HttpRequest health = HttpRequest.newBuilder(URI.create(endpoint() + "/health"))
+                .timeout(Duration.ofSeconds(5))
+                .build();
+        String last = "no answer";
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+        try (HttpClient http =
+                HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build()) {
+            while (System.nanoTime() < deadline) {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("etcd exited: " + Files.readString(log));
+                }
+                try {
+                    HttpResponse<String> r = http.send(health, HttpResponse.BodyHandlers.ofString());
+                    last = r.statusCode() + " " + r.body();
+                    if (r.statusCode() == 200 && r.body().replace(" ", "").contains("\"health\":\"true\"")) {
+                        return;
+                    }
+                } catch (IOException notYet) {
+                    last = notYet.toString(); // not listening yet, or not answering yet
+                }
                 Thread.sleep(100);
             }
         }
-        throw new IllegalStateException("etcd did not listen on " + client + " within 60 s");
+        throw new IllegalStateException("etcd at " + endpoint() + " was not healthy within 90 s (last answer: " + last
+                + "): " + Files.readString(log));
     }
 
     void stop() throws InterruptedException {

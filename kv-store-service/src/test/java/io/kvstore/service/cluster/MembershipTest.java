@@ -146,11 +146,11 @@ class MembershipTest {
                 // etcd forgets b's lease, as when b did not renew within the TTL
                 long lease = ca.getKVClient()
                         .get(PrefixMirror.bytes("/t4/members/b"))
-                        .get(5, TimeUnit.SECONDS)
+                        .get(30, TimeUnit.SECONDS)
                         .getKvs()
                         .getFirst()
                         .getLease();
-                ca.getLeaseClient().revoke(lease).get(5, TimeUnit.SECONDS);
+                ca.getLeaseClient().revoke(lease).get(30, TimeUnit.SECONDS);
                 await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a")));
                 await().atMost(Duration.ofSeconds(20)).until(() -> names(a).equals(List.of("a", "b")));
                 assertThat(a.recent())

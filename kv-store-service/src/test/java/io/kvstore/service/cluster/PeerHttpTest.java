@@ -408,7 +408,7 @@ class PeerHttpTest {
 
         assertThat(connections).hasValue(2);
         org.awaitility.Awaitility.await()
-                .atMost(Duration.ofSeconds(10))
+                .atMost(Duration.ofSeconds(30))
                 .untilAsserted(() -> assertThat(closed).as("connections closed").hasValue(1));
     }
 
@@ -424,7 +424,7 @@ class PeerHttpTest {
         peers.close();
 
         org.awaitility.Awaitility.await()
-                .atMost(Duration.ofSeconds(10))
+                .atMost(Duration.ofSeconds(30))
                 .untilAsserted(() -> assertThat(closed).as("connections closed").hasValue(2));
     }
 

@@ -47,7 +47,7 @@ class PrefixMirrorTest {
                                 .<Op>mapToObj(i -> Op.put(
                                         PrefixMirror.bytes("/m1/k" + i), PrefixMirror.bytes("1"), PutOption.DEFAULT))
                                 .toList());
-                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= written);
+                await().atMost(Duration.ofSeconds(30)).until(() -> seen.get().revision() >= written);
                 assertThat(seen.get().keys()).isEqualTo(keys(0, 50));
                 // and thirty deletes in one, as an unpin removes them
                 long deleted = txn(
@@ -55,7 +55,7 @@ class PrefixMirrorTest {
                         IntStream.range(0, 30)
                                 .<Op>mapToObj(i -> Op.delete(PrefixMirror.bytes("/m1/k" + i), DeleteOption.DEFAULT))
                                 .toList());
-                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().revision() >= deleted);
+                await().atMost(Duration.ofSeconds(30)).until(() -> seen.get().revision() >= deleted);
                 assertThat(seen.get().keys()).isEqualTo(keys(30, 50));
             }
         }
@@ -73,21 +73,21 @@ class PrefixMirrorTest {
             var key = PrefixMirror.bytes("/m2/k");
             long first = client.getKVClient()
                     .put(key, PrefixMirror.bytes("1"))
-                    .get(5, TimeUnit.SECONDS)
+                    .get(30, TimeUnit.SECONDS)
                     .getHeader()
                     .getRevision();
             try (PrefixMirror mirror =
                     new PrefixMirror(client, "/m2/", (entries, created, revision) -> seen.set(created), 5000)) {
                 mirror.resync();
                 assertThat(seen.get()).isEqualTo(Map.of("k", first));
-                client.getKVClient().delete(key).get(5, TimeUnit.SECONDS);
+                client.getKVClient().delete(key).get(30, TimeUnit.SECONDS);
                 long again = client.getKVClient()
                         .put(key, PrefixMirror.bytes("1"))
-                        .get(5, TimeUnit.SECONDS)
+                        .get(30, TimeUnit.SECONDS)
                         .getHeader()
                         .getRevision();
                 mirror.resync();
-                await().atMost(Duration.ofSeconds(10)).until(() -> seen.get().equals(Map.of("k", again)));
+                await().atMost(Duration.ofSeconds(30)).until(() -> seen.get().equals(Map.of("k", again)));
             }
         }
     }
@@ -101,7 +101,7 @@ class PrefixMirrorTest {
                 .txn()
                 .Then(ops.toArray(Op[]::new))
                 .commit()
-                .get(5, TimeUnit.SECONDS)
+                .get(30, TimeUnit.SECONDS)
                 .getHeader()
                 .getRevision();
     }

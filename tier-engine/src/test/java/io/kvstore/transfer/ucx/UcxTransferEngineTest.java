@@ -195,7 +195,7 @@ class UcxTransferEngineTest {
         UcxPeer peer = a.connect("b", b.localAddress());
         peer.close();
         var future = a.post(TransferOp.READ, mine, peer, theirs.describe(), List.of(new TransferSpan(0, 0, BLOCK)));
-        assertThatThrownBy(() -> future.get(5, TimeUnit.SECONDS))
+        assertThatThrownBy(() -> future.get(30, TimeUnit.SECONDS))
                 .cause()
                 .isInstanceOf(TransferException.class)
                 .hasMessageContaining("closed");
