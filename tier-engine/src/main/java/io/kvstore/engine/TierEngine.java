@@ -558,9 +558,19 @@ public final class TierEngine implements AutoCloseable {
         mover.awaitMoves();
     }
 
+    /**
+     * Stops the lease sweeper and the mover, each after the work it was doing, then closes the tiers: a sweep or a
+     * move still freeing slots would otherwise meet closed tiers. A request still running then fails as its tier is
+     * closed.
+     */
     @Override
     public void close() {
         sweeper.shutdownNow();
+        try {
+            sweeper.awaitTermination(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         mover.close();
         stack.close();
     }

@@ -4,6 +4,7 @@ import io.kvstore.block.BlockKey;
 import io.kvstore.block.BlockRecord;
 import io.kvstore.block.TierId;
 import io.kvstore.concurrent.IntervalLog;
+import io.kvstore.ffm.UseCount;
 import io.kvstore.ffm.libc.LibC;
 import io.kvstore.ffm.libc.PosixException;
 import io.kvstore.tier.BlockNotFoundException;
@@ -54,6 +55,11 @@ import org.slf4j.LoggerFactory;
  * ({@link #writeAllFromDevice}, {@link #readToDevice}) through a {@link DeviceFileCopier} (GPUDirect
  * Storage): the same slots, files, durability order and index, so recovery and crashes treat them alike.
  *
+ * <p>Every call that touches the files or the index is a use of the tier ({@link UseCount}): once {@link #close}
+ * began, a call fails with {@link IllegalStateException} ("NVMe tier closed"), and close frees RocksDB and the
+ * file descriptors only after the calls under way have returned, so a call racing shutdown never hands RocksDB a
+ * destroyed handle (a crash of the whole process) or reads a descriptor number the process may reuse.
+ *
  * <p>Why it is long: recovery, the group-committed write with its rollback of slots (from host memory or
  * from the device), and the verified read share one map, index and allocator, and the order between them
  * is the durability argument above; what stands alone is already its own class ({@link BlockFiles},
@@ -81,6 +87,8 @@ public final class NvmeTier implements BlockTier {
 
     private final LongAdder groupCommits = new LongAdder();
     private final DiskSpace space;
+    /** The calls under way that use the files or the index; {@link #close} waits for them. */
+    private final UseCount uses = new UseCount();
 
     /** Opens (or creates) the tier, rebuilding its map and free space from the index. */
     public NvmeTier(NvmeTierConfig config) throws IOException {
@@ -234,7 +242,12 @@ public final class NvmeTier implements BlockTier {
                         + records.get(i).length());
             }
         }
-        commit(records, shareable(sources), (e, i) -> writeSlot(e, sources.get(i)), false);
+        enter();
+        try {
+            commit(records, shareable(sources), (e, i) -> writeSlot(e, sources.get(i)), false);
+        } finally {
+            uses.exit();
+        }
     }
 
     /**
@@ -255,11 +268,16 @@ public final class NvmeTier implements BlockTier {
             throw new IllegalArgumentException(
                     records.size() + " records but " + deviceOffsets.size() + " device offsets");
         }
-        commit(
-                records,
-                true,
-                (e, i) -> copier.write(deviceOffsets.get(i), files.fileAt(e.offset()), fileOffset(e), e.slotSize()),
-                readBack);
+        enter();
+        try {
+            commit(
+                    records,
+                    true,
+                    (e, i) -> copier.write(deviceOffsets.get(i), files.fileAt(e.offset()), fileOffset(e), e.slotSize()),
+                    readBack);
+        } finally {
+            uses.exit();
+        }
     }
 
     /** Writes block {@code i} of a batch into the slot {@code e} names. */
@@ -368,25 +386,33 @@ public final class NvmeTier implements BlockTier {
      * caller checks them on the device side and calls {@link #dropCorrupt} when they fail.
      */
     public BlockRecord readToDevice(BlockKey key, long deviceOffset, DeviceFileCopier copier) throws IOException {
-        NvmeIndex.Entry e = blocks.get(key);
-        if (e == null) {
-            throw new BlockNotFoundException("NVMe tier does not hold block " + key);
+        enter();
+        try {
+            NvmeIndex.Entry e = blocks.get(key);
+            if (e == null) {
+                throw new BlockNotFoundException("NVMe tier does not hold block " + key);
+            }
+            copier.read(files.fileAt(e.offset()), fileOffset(e), deviceOffset, e.slotSize());
+            return e.record();
+        } finally {
+            uses.exit();
         }
-        copier.read(files.fileAt(e.offset()), fileOffset(e), deviceOffset, e.slotSize());
-        return e.record();
     }
 
     /** Drops a block whose bytes failed their checksum after {@link #readToDevice}, and counts it. */
     public void dropCorrupt(BlockKey key) {
-        NvmeIndex.Entry e = blocks.get(key);
-        if (e == null) {
-            return;
-        }
+        enter();
         try {
+            NvmeIndex.Entry e = blocks.get(key);
+            if (e == null) {
+                return;
+            }
             dropFailed(key, e);
         } catch (IOException ex) {
             // the entry may come back after a restart; its slot is then re-checked by CRC on read
             log.warn("could not remove {} from the NVMe index: {}", key, ex.getMessage());
+        } finally {
+            uses.exit();
         }
     }
 
@@ -409,6 +435,16 @@ public final class NvmeTier implements BlockTier {
 
     @Override
     public BlockRecord read(BlockKey key, MemorySegment dst) throws IOException {
+        enter();
+        try {
+            return readEntry(key, dst);
+        } finally {
+            uses.exit();
+        }
+    }
+
+    /** {@link #read} within a use the caller holds. */
+    private BlockRecord readEntry(BlockKey key, MemorySegment dst) throws IOException {
         NvmeIndex.Entry e = blocks.get(key);
         if (e == null) {
             throw new BlockNotFoundException("NVMe tier does not hold block " + key);
@@ -488,31 +524,64 @@ public final class NvmeTier implements BlockTier {
     }
 
     /**
-     * Removes a copy whose bytes are lost from the map, the index and then its slot: the slot is freed only once
-     * the index no longer names it (an index that fails keeps the slot taken).
+     * Removes a copy whose bytes are lost from the map and the index ({@link #unmap}), then its slot: the slot is
+     * freed only once the index no longer names it (an index that fails keeps the slot taken).
      */
     private void forgetLost(BlockKey key, NvmeIndex.Entry e) throws IOException {
-        if (blocks.remove(key, e)) {
-            index.delete(key);
+        if (unmap(key, e)) {
             slabs.free(e.offset(), e.slotSize());
         }
     }
 
+    /**
+     * Takes copy {@code e} out of the map and its index entry out of the index in one step, under the map's lock of
+     * the key: the index entry is removed by key, and it is this copy's only while the map holds this copy (a new
+     * copy of the key is written only once the map holds none). False, touching nothing, when the map holds another
+     * copy of the key or none.
+     *
+     * @throws IOException when the index delete failed; the copy left the map all the same
+     */
+    private boolean unmap(BlockKey key, NvmeIndex.Entry e) throws IOException {
+        boolean[] removed = {false};
+        IOException[] failed = new IOException[1];
+        blocks.computeIfPresent(key, (k, held) -> {
+            if (held.copy() != e.copy()) {
+                return held;
+            }
+            try {
+                index.delete(k);
+            } catch (IOException ex) {
+                failed[0] = ex;
+            }
+            removed[0] = true;
+            return null;
+        });
+        if (failed[0] != null) {
+            throw failed[0];
+        }
+        return removed[0];
+    }
+
     /** Reads a batch with every read in flight at once; each result is checked like {@link #read}. */
     public void readAll(List<BlockKey> keys, List<MemorySegment> destinations) throws IOException {
-        if (!shareable(destinations)) {
-            for (int i = 0; i < keys.size(); i++) {
-                read(keys.get(i), destinations.get(i));
+        enter();
+        try {
+            if (!shareable(destinations)) {
+                for (int i = 0; i < keys.size(); i++) {
+                    readEntry(keys.get(i), destinations.get(i));
+                }
+                return;
             }
-            return;
+            List<Future<?>> reads = new ArrayList<>(keys.size());
+            for (int i = 0; i < keys.size(); i++) {
+                BlockKey key = keys.get(i);
+                MemorySegment dst = destinations.get(i);
+                reads.add(io.submit(() -> readEntry(key, dst))); // within this call's use, which awaits them
+            }
+            awaitAll(reads);
+        } finally {
+            uses.exit();
         }
-        List<Future<?>> reads = new ArrayList<>(keys.size());
-        for (int i = 0; i < keys.size(); i++) {
-            BlockKey key = keys.get(i);
-            MemorySegment dst = destinations.get(i);
-            reads.add(io.submit(() -> read(key, dst)));
-        }
-        awaitAll(reads);
     }
 
     /** The slot's offset within the tier's linear file space (for tests and diagnostics), or -1. */
@@ -533,8 +602,13 @@ public final class NvmeTier implements BlockTier {
 
     @Override
     public boolean delete(BlockKey key) {
-        NvmeIndex.Entry e = blocks.get(key);
-        return e != null && free(key, e);
+        enter();
+        try {
+            NvmeIndex.Entry e = blocks.get(key);
+            return e != null && free(key, e);
+        } finally {
+            uses.exit();
+        }
     }
 
     /**
@@ -549,23 +623,28 @@ public final class NvmeTier implements BlockTier {
 
     @Override
     public boolean delete(BlockKey key, long copy) {
-        NvmeIndex.Entry e = blocks.get(key);
-        return e != null && e.copy() == copy && free(key, e);
+        enter();
+        try {
+            NvmeIndex.Entry e = blocks.get(key);
+            return e != null && e.copy() == copy && free(key, e);
+        } finally {
+            uses.exit();
+        }
     }
 
     /**
-     * Removes {@code e} from the index, the map and then its slot. The index first: while the map still names
-     * the copy no other copy of the key is written, so the index entry removed by key is this copy's.
+     * Removes {@code e} from the map and the index ({@link #unmap}), then frees its slot; false when the map no
+     * longer holds it (dropped meanwhile by a read that found it bad, which freed the slot; a copy written after
+     * that keeps its index entry).
      */
     private boolean free(BlockKey key, NvmeIndex.Entry e) {
         try {
-            index.delete(key);
+            if (!unmap(key, e)) {
+                return false;
+            }
         } catch (IOException ex) {
             // the entry may come back after a restart; its slot is then re-checked by CRC on read
             log.warn("could not remove {} from the NVMe index: {}", key, ex.getMessage());
-        }
-        if (!blocks.remove(key, e)) {
-            return false; // dropped meanwhile by a read that found it bad, which freed the slot
         }
         slabs.free(e.offset(), e.slotSize());
         return true;
@@ -588,11 +667,25 @@ public final class NvmeTier implements BlockTier {
         if (held.isEmpty()) {
             return;
         }
+        enter();
         try {
             index.forgetAll(held);
         } catch (IOException ex) {
             // the deletions are then only as durable as the unsynced index deletes that free their slots
             log.warn("could not remove {} deleted blocks from the NVMe index: {}", held.size(), ex.getMessage());
+        } finally {
+            uses.exit();
+        }
+    }
+
+    /**
+     * Begins a use of the files and the index; end it with {@code uses.exit()}.
+     *
+     * @throws IllegalStateException once {@link #close} began
+     */
+    private void enter() {
+        if (!uses.tryEnter()) {
+            throw new IllegalStateException("NVMe tier closed");
         }
     }
 
@@ -631,8 +724,15 @@ public final class NvmeTier implements BlockTier {
         }
     }
 
+    /**
+     * Refuses new calls, waits for those under way (a batch with its I/O threads' writes or reads), then closes the
+     * files and the index. A second call returns once the first has waited.
+     */
     @Override
     public void close() {
+        if (!uses.closeAndAwait()) {
+            return;
+        }
         io.shutdown();
         try {
             io.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS);
