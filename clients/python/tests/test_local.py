@@ -215,6 +215,20 @@ def active_leases(service) -> float:
     return m["measurements"][0]["value"]
 
 
+def expired_reservations(service) -> float:
+    m = service.admin("GET", "/actuator/metrics/kvstore.reservations.expired")
+    return m["measurements"][0]["value"]
+
+
+def await_expired_reservations(service, at_least: float) -> None:
+    """Waits (30 s at most) for kvstore's sweep to have expired reservations up to ``at_least`` in all: the sweep
+    runs about once a second, later on a loaded machine, so sleeping past an expiry does not mean it ran."""
+    deadline = time.monotonic() + 30
+    while expired_reservations(service) < at_least and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert expired_reservations(service) >= at_least, "the reservation never expired"
+
+
 def test_a_store_and_a_load_in_many_steps_are_byte_exact_and_hold_nothing_afterwards(service, client, local, ns, monkeypatch):
     from kvstore import shm
 
@@ -571,7 +585,7 @@ def _store_with_a_late_copy(path, ns, blocks, at, late):
         path._ctl.commit, path._ctl.reserve = real_commit, real_reserve
 
 
-def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(client, ns):
+def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve_its_bytes(service, client, ns):
     """Over HTTP control calls (no fences): client A's reservation expires while it stalls; its slot goes to
     client B's block Y. A's late copy of block X lands after B's copy and before B's commit: the commit carries
     the CRC32C of B's own bytes, so Y is refused instead of being served with X's bytes under a checksum that
@@ -581,10 +595,11 @@ def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve
         client.declare_namespace(ns, SMALL, hash_seed="0")
         x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=44)
         y_hashes, y_data, y_blocks = prompt(1, SMALL.block_bytes, seed=45)
+        expired = expired_reservations(service)
         a = local._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # client A: 1 s to commit
         assert a.get("checksums", True)
         a_off = a["slots"][0]["offset"]
-        time.sleep(3)  # A stalls: its reservation expires and its slot returns to the pool
+        await_expired_reservations(service, expired + 1)  # A stalls: its reservation expires, its slot is free
         reserved, result = _store_with_a_late_copy(local, ns, y_blocks, a_off, x_data[0])  # A's copy lands
         offsets = [s["offset"] for r in reserved for s in r["slots"]]
         assert offsets == [a_off], "the freed slot was handed out again (the allocator reuses it first)"
@@ -595,7 +610,7 @@ def test_a_late_writer_of_an_expired_reservation_cannot_make_another_block_serve
         local.close()
 
 
-def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc32cs(client, local, ns):
+def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc32cs(service, client, local, ns):
     """A reservation made over HTTP has no fence: once it expires its slot goes back to the pool while its
     writer may still copy there. A socket client given that slot is told to send its CRC32Cs, so a late copy
     landing before its commit fails the block instead of being served."""
@@ -603,9 +618,10 @@ def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc
     http = LocalDataPath(client, control="http")
     try:
         x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=49)
+        expired = expired_reservations(service)
         a = http._ctl.reserve(ns, [(x_hashes[0], None)], 1)
         a_off = a["slots"][0]["offset"]
-        time.sleep(3)  # expired, unfenced: the slot is free again
+        await_expired_reservations(service, expired + 1)  # expired, unfenced: the slot is free again
     finally:
         http.close()
     y_hashes, _, y_blocks = prompt(1, SMALL.block_bytes, seed=50)
@@ -615,7 +631,7 @@ def test_a_socket_client_given_a_slot_an_unfenced_reservation_left_sends_its_crc
     assert local.load(ns, y_hashes, [np.zeros(SMALL.block_bytes, dtype=np.uint8)]) == 0
 
 
-def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_them_or_goes(client, ns):
+def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_them_or_goes(service, client, ns):
     """Over the control socket kvstore fences an expired reservation's slots while its client is connected, so
     that client's late copy lands only in its own slots and other stores (which then send no CRC32Cs) get
     other slots; the slots are free again once the client cancels the reservation, or closes its connections."""
@@ -623,10 +639,11 @@ def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_
     stalled, other = LocalDataPath(client), LocalDataPath(client)
     try:
         x_hashes, x_data, _ = prompt(1, SMALL.block_bytes, seed=46)
+        expired = expired_reservations(service)
         a = stalled._ctl.reserve(ns, [(x_hashes[0], None)], 1)  # 1 s to commit
         assert stalled._ctl._named  # its connections name the client: fenced
         a_off = a["slots"][0]["offset"]
-        time.sleep(3)  # expired, but its client is connected: fenced
+        await_expired_reservations(service, expired + 1)  # expired, but its client is connected: fenced
         got = []
         real_reserve = other._ctl.reserve
 
@@ -653,11 +670,12 @@ def test_a_stalled_socket_clients_expired_slots_are_no_one_elses_until_it_names_
         assert [s["offset"] for s in z["slots"]] == [a_off], "the named slot is free again (reused first)"
         other._cancel(z["reservationId"])
 
+        expired = expired_reservations(service)
         b = stalled._ctl.reserve(ns, [(x_hashes[0], None)], 1)
         b_off = b["slots"][0]["offset"]
-        time.sleep(3)
+        await_expired_reservations(service, expired + 1)  # expired, fenced
         stalled.close()  # every connection of the stalled client closes: the next sweep frees its slots
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:
             w = other._ctl.reserve(ns, [(z_hashes[0], None)], None)
             other._cancel(w["reservationId"])
@@ -687,9 +705,11 @@ def test_a_reservation_whose_answer_never_reached_its_socket_client_goes_at_its_
         s.shutdown(socket.SHUT_RD)  # the client stops waiting for the answer
         body = _str(ns) + struct.pack("<qI", 1, 1) + _hash(x_hashes[0]) + _hash(None)
         s.sendall(struct.pack("<IB", len(body) + 1, 2) + body)  # RESERVE, 1 s
-        time.sleep(3)  # expired while the client (its anchor) is connected
+        # past its expiry while the client (its anchor) is connected; no sweep need have run: the wait below
+        # gives the slot until its deadline to come back (the answer unsendable, it may be cancelled at once)
+        time.sleep(3)
         s.close()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:
             w = ctl.reserve(ns, [(x_hashes[0], None)], None)
             ctl.cancel(w["reservationId"])

@@ -349,6 +349,7 @@ class ControlSocketTest {
         String token = TenantApiTest.field(issued, "token");
         declare("s-fenced", new String[] {"Authorization", "Bearer " + token});
         BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 43)).getFirst();
+        long expiredBefore = ExpiredReservations.count(http());
         try (Connection anchor = named(token, "client-stumbler")) {
             Granted stalled = granted(anchor.call(reserve("s-fenced", hash, 1))); // expires in 1 s, never named
             try (Connection call = named(token, "client-stumbler")) {
@@ -356,8 +357,8 @@ class ControlSocketTest {
                 assertThat(bad.title()).isEqualTo("Malformed frame");
                 assertThat(call.closedByService()).isTrue();
             }
-            // past the expiry and a few sweeps: the connection that granted it is open, so its slot stays fenced
-            Thread.sleep(3_000);
+            // expired by the sweep: the connection that granted it is open, so its slot stays fenced
+            ExpiredReservations.await(http(), expiredBefore + 1);
             assertThat(reservedBy("stumbler"))
                     .as("the stalled reservation's slot, fenced for the connection still open")
                     .isEqualTo(TestLayout.BLOCK_BYTES);
@@ -604,10 +605,11 @@ class ControlSocketTest {
         declare("r-fenced", new String[] {"Authorization", "Bearer " + token});
         declare("a-after-revoke", ALPHA_HEADER);
         BlockHash hash = TestLayout.hashes(TestLayout.tokens(1, 43)).getFirst();
+        long expiredBefore = ExpiredReservations.count(http());
         try (Connection anchor = named(token, "client-revokee");
                 Connection call = named(token, "client-revokee")) {
             Granted stalled = granted(call.call(reserve("r-fenced", hash, 1)));
-            Thread.sleep(2500); // expired while its client is connected: fenced, and counted
+            ExpiredReservations.await(http(), expiredBefore + 1); // expired while its client is connected: fenced
             assertThat(reservedBy("revokee")).isEqualTo(TestLayout.BLOCK_BYTES);
 
             var revoked = http().send(

@@ -290,7 +290,7 @@ class EngineApiTest extends ServiceTest {
                 "/v1/lookup",
                 "{\"namespace\":\"expiry\",\"lease\":true,\"blockHashes\":" + Http.hexList(hashes) + "}");
         String id = lookup.body().replaceAll(".*\"lease\":\\{\"id\":\"([^\"]+)\".*", "$1");
-        long deadline = System.nanoTime() + 30_000_000_000L;
+        long deadline = System.nanoTime() + 60_000_000_000L; // the lease lasts 10 s (ServiceTest)
         while (http.get("/v1/leases/" + id).statusCode() == 200 && System.nanoTime() < deadline) {
             Thread.sleep(200);
         }

@@ -28,7 +28,8 @@ class ObservabilityTest extends ServiceTest {
                 "kvstore_lookup_seconds_bucket",
                 "kvstore_transfer_bytes_total{backend=\"http\",dst=\"DRAM\",src=\"http\"}",
                 "kvstore_transfer_seconds",
-                "kvstore_leases_active")) {
+                "kvstore_leases_active",
+                "kvstore_reservations_expired_total")) {
             assertThat(body).as(name).contains(name);
         }
         assertThat(body).containsPattern("kvstore_tier_capacity_bytes\\{tier=\"DRAM\"\\} 2097152");

@@ -8,6 +8,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
@@ -39,15 +40,27 @@ final class OneSidedEngines {
                 .start();
     }
 
+    /**
+     * The engine process's verdict: its lines starting {@code OK}, {@code FAIL} or {@code LEASE}, once it has
+     * exited. Its stdout is read while it runs, as it logs there too: unread, a full pipe (64 KiB) would block
+     * the process and this wait with it.
+     */
     static String verdict(Process p) throws Exception {
-        assertThat(p.waitFor(120, TimeUnit.SECONDS))
-                .as("engine process finished")
-                .isTrue();
-        try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-            // the process logs to stdout too; its verdict is the line starting OK or FAIL
-            return out.lines()
-                    .filter(l -> l.startsWith("OK ") || l.startsWith("FAIL ") || l.startsWith("LEASE "))
-                    .collect(Collectors.joining("\n"));
+        FutureTask<String> lines = new FutureTask<>(() -> {
+            try (var out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                return out.lines()
+                        .filter(l -> l.startsWith("OK ") || l.startsWith("FAIL ") || l.startsWith("LEASE "))
+                        .collect(Collectors.joining("\n"));
+            }
+        });
+        Thread.ofPlatform().daemon().name("engine-process-stdout").start(lines);
+        try {
+            assertThat(p.waitFor(120, TimeUnit.SECONDS))
+                    .as("engine process finished")
+                    .isTrue();
+            return lines.get(30, TimeUnit.SECONDS);
+        } finally {
+            p.destroyForcibly();
         }
     }
 
@@ -102,7 +115,7 @@ final class OneSidedEngines {
                     .isEqualTo(409);
             p.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
 
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60); // 10 s leases (ServiceTest)
             while (http.get("/v1/leases/" + leaseId).statusCode() == 200 && System.nanoTime() < deadline) {
                 Thread.sleep(100);
             }

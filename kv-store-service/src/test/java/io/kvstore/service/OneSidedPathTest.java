@@ -68,6 +68,7 @@ class OneSidedPathTest extends ServiceTest {
     void aReservationNeverCommittedExpiresAndItsSlotsReturn() throws Exception {
         http.json("PUT", "/v1/namespaces/onesided-expiry", TestLayout.declaration("one-sided"));
         List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(4, 31));
+        long expiredBefore = ExpiredReservations.count(http);
         String blocks =
                 hashes.stream().map(h -> "{\"hash\":\"" + h.hex() + "\"}").collect(Collectors.joining(",", "[", "]"));
         var reserved = http.json(
@@ -79,7 +80,7 @@ class OneSidedPathTest extends ServiceTest {
                 .contains("\"slots\":[{\"hash\":\"" + hashes.get(0).hex());
         String id = reserved.body().replaceAll(".*\"reservationId\":\"([^\"]+)\".*", "$1");
 
-        Thread.sleep(3_000);
+        ExpiredReservations.await(http, expiredBefore + 1); // the sweep expired it
         var late =
                 http.json("POST", "/v1/namespaces/onesided-expiry/blocks:commit", "{\"reservationId\":\"" + id + "\"}");
         assertThat(late.statusCode()).isEqualTo(404);

@@ -58,4 +58,10 @@ public interface EngineEvents {
 
     /** Copies out of {@code from} work again after {@link #demotionFailing}. */
     default void demotionRecovered(TierId from) {}
+
+    /**
+     * {@code count} reservations passed their expiry uncommitted (at one sweep): each is reported once, when it
+     * expires, whether its slots go back then or stay fenced while its writer may still write.
+     */
+    default void reservationsExpired(int count) {}
 }

@@ -60,6 +60,7 @@ public final class TierEngine implements AutoCloseable {
     private final LeaseTable leases;
     private final InPlaceWrites inPlace;
     private final Clock clock;
+    private final EngineEvents events;
     private final ScheduledExecutorService sweeper;
 
     /**
@@ -94,6 +95,7 @@ public final class TierEngine implements AutoCloseable {
             @Nullable DeviceFileCopier deviceFiles,
             boolean readBack) {
         this.clock = clock;
+        this.events = events;
         this.catalog = new Catalog(clock::millis);
         this.stack = new TierStack(
                 tierList,
@@ -491,6 +493,7 @@ public final class TierEngine implements AutoCloseable {
             }
             int lapsed = inPlace.expire(now);
             if (lapsed > 0) {
+                events.reservationsExpired(lapsed);
                 int fenced = inPlace.fencedCount();
                 log.info(
                         "{} reservation(s) expired uncommitted; their slots are free again{}",

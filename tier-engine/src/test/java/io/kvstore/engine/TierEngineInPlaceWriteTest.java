@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -37,12 +38,16 @@ class TierEngineInPlaceWriteTest {
     private TierEngine engine;
 
     private TierEngine engine(int blocks, Duration leaseTimeout) {
+        return engine(blocks, leaseTimeout, EngineEvents.NONE);
+    }
+
+    private TierEngine engine(int blocks, Duration leaseTimeout, EngineEvents events) {
         dram = new MemoryTier(TierId.DRAM, new HostMemoryProvider(), (long) blocks * BLOCK, BLOCK);
         engine = new TierEngine(
                 List.of(dram),
                 Map.of(TierId.DRAM, new TierSettings(EvictionPolicyKind.LRU, 1.0, 0.5, false)),
                 leaseTimeout,
-                EngineEvents.NONE,
+                events,
                 Clock.systemUTC());
         return engine;
     }
@@ -195,6 +200,40 @@ class TierEngineInPlaceWriteTest {
         assertThatThrownBy(() -> engine.commit(r.id(), Map.of()))
                 .isInstanceOf(UnknownReservationException.class)
                 .hasMessageContaining("expired");
+    }
+
+    @Test
+    void everyReservationThatExpiresUncommittedIsReportedOnceFencedOrNot() throws Exception {
+        AtomicInteger expired = new AtomicInteger();
+        engine(16, Duration.ofMillis(50), new EngineEvents() {
+            @Override
+            public void reservationsExpired(int count) {
+                expired.addAndGet(count);
+            }
+        });
+        AtomicReference<WriterState> writer = new AtomicReference<>(WriterState.FENCED);
+        Reservation committed = engine.reserve(chain(0, 2), TierId.DRAM, Duration.ofMinutes(1));
+        engine.commit(committed.id(), writeSlots(committed));
+        Reservation cancelled = engine.reserve(chain(2, 2), TierId.DRAM, Duration.ofMinutes(1));
+        assertThat(engine.cancel(cancelled.id())).isTrue();
+        engine.reserve(chain(4, 3), TierId.DRAM, Duration.ofMillis(50)); // slots go back at its expiry
+        engine.reserve(chain(7, 1), TierId.DRAM, Duration.ofMillis(50), writer::get); // fenced at its expiry
+        long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (expired.get() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(expired).as("two reservations expired, one of them fenced").hasValue(2);
+        assertThat(engine.activeReservations()).isZero();
+        assertThat(engine.fencedReservations()).isEqualTo(1);
+
+        // its writer's client goes: the fenced slots go back, but that reservation expired already
+        writer.set(WriterState.GONE);
+        deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (engine.fencedReservations() > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        assertThat(engine.fencedReservations()).isZero();
+        assertThat(expired).hasValue(2);
     }
 
     @Test

@@ -78,4 +78,10 @@ public record EngineEventsTee(EngineEvents first, EngineEvents second) implement
         first.namespaceDeleted(namespace);
         second.namespaceDeleted(namespace);
     }
+
+    @Override
+    public void reservationsExpired(int count) {
+        first.reservationsExpired(count);
+        second.reservationsExpired(count);
+    }
 }

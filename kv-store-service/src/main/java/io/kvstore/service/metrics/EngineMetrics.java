@@ -35,6 +35,7 @@ public final class EngineMetrics implements EngineEvents {
 
     private final Counter missingFrames;
     private final Counter clientDisconnects;
+    private final Counter reservationsExpired;
 
     public EngineMetrics(MeterRegistry registry) {
         this.registry = registry;
@@ -43,6 +44,10 @@ public final class EngineMetrics implements EngineEvents {
                 .register(registry);
         this.clientDisconnects = Counter.builder("kvstore.client.disconnects")
                 .description("Requests whose client closed the connection mid-upload or mid-fetch")
+                .register(registry);
+        this.reservationsExpired = Counter.builder("kvstore.reservations.expired")
+                .description("Reservations that passed their expiry uncommitted (slots freed, or fenced while"
+                        + " their writer's client is connected)")
                 .register(registry);
         this.lookupRequests = Counter.builder("kvstore.lookup.requests")
                 .description("Lookups answered")
@@ -118,6 +123,11 @@ public final class EngineMetrics implements EngineEvents {
     private record Route(String src, String dst, String backend) {}
 
     private record TransferMeters(Counter bytes, Timer time) {}
+
+    @Override
+    public void reservationsExpired(int count) {
+        reservationsExpired.increment(count);
+    }
 
     @Override
     public void evicted(TierId tier, EvictionPolicyKind policy, int bytes) {
