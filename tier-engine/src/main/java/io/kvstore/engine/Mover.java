@@ -261,8 +261,15 @@ final class Mover implements AutoCloseable {
                 residency.read(
                         entry,
                         (tier, rec, bytes) -> {
-                            if (entry.residentIn(to) || !residency.beginCopy(entry)) {
-                                return Boolean.FALSE; // there already, or deleted meanwhile
+                            if (entry.residentIn(to)) {
+                                return Boolean.FALSE; // there already
+                            }
+                            switch (residency.beginCopy(entry, to)) {
+                                case DELETED -> {
+                                    return Boolean.FALSE;
+                                }
+                                case BUSY -> throw new CopyInFlight();
+                                case STARTED -> {}
                             }
                             try {
                                 writeWhileHeld(durable, entry, record.length(), () -> durable.write(record, bytes));
@@ -273,7 +280,7 @@ final class Mover implements AutoCloseable {
                                     Residency.removeUnrecorded(durable, entry.key()); // a delete won
                                 }
                             } finally {
-                                residency.endCopy(entry);
+                                residency.endCopy(entry, to);
                             }
                             return Boolean.TRUE;
                         },
@@ -281,6 +288,11 @@ final class Mover implements AutoCloseable {
                 return;
             } catch (Residency.StaleEntryException deletedMeanwhile) {
                 return; // a delete that came after this store won while the copy waited for room
+            } catch (CopyInFlight inFlight) {
+                // a demotion of the block into the durable tier: its copy is recorded (looked at again above) or,
+                // when a delete won, removed. Waited for with the read let go, so that the demotion, finishing with
+                // its claim the block's only reader, frees the slot it moved the block out of
+                residency.awaitCopyEnded(entry, to);
             } catch (OldCopyBeingFreed beingFreed) {
                 // waited for with the read let go: its freeing may be waiting for this very read to end
                 try {
@@ -289,6 +301,16 @@ final class Mover implements AutoCloseable {
                     return; // a delete that came after this store won; nothing is left to copy through
                 }
             }
+        }
+    }
+
+    /**
+     * Another copy of the block into the same tier is being written ({@link Residency.CopyStart#BUSY}), found by a
+     * write-through that holds the block as a reader: it waits for that copy with the read let go.
+     */
+    private static final class CopyInFlight extends RuntimeException {
+        CopyInFlight() {
+            super(null, null, false, false);
         }
     }
 
@@ -378,8 +400,9 @@ final class Mover implements AutoCloseable {
                 entry.abortMove();
                 continue;
             }
-            if (!residency.beginCopy(entry)) {
-                entry.abortMove(); // deleted meanwhile: the delete frees the slot
+            if (residency.beginCopy(entry, below) != Residency.CopyStart.STARTED) {
+                // deleted meanwhile (the delete frees the slot), or a write-through copies it below now
+                entry.abortMove();
                 continue;
             }
             claimed.add(entry);
@@ -391,7 +414,7 @@ final class Mover implements AutoCloseable {
         try {
             return demoteClaimed(id, below, claimed);
         } finally {
-            claimed.forEach(residency::endCopy);
+            claimed.forEach(entry -> residency.endCopy(entry, below));
         }
     }
 
@@ -523,14 +546,16 @@ final class Mover implements AutoCloseable {
         if (!entry.claimMove(id)) {
             return true;
         }
-        if (!residency.beginCopy(entry)) {
-            entry.abortMove(); // deleted meanwhile: the delete frees the slot
+        TierId below = stack.demotesTo(id);
+        if (residency.beginCopy(entry, below) != Residency.CopyStart.STARTED) {
+            // deleted meanwhile (the delete frees the slot), or a write-through copies it below now: as a lost race
+            entry.abortMove();
             return true;
         }
         try {
             return moveOutClaimed(id, entry);
         } finally {
-            residency.endCopy(entry);
+            residency.endCopy(entry, below);
         }
     }
 

@@ -61,6 +61,11 @@ final class Residency {
      * observer the copy calls) cannot wait for it, and does not.
      */
     private final ThreadLocal<List<CatalogEntry>> ownCopies = ThreadLocal.withInitial(ArrayList::new);
+    /**
+     * The tiers each copy of {@link #copying} writes into: one copy of a block into a tier at a time ({@link
+     * #beginCopy}).
+     */
+    private final Set<CopyInto> copiesInto = ConcurrentHashMap.newKeySet();
 
     Residency(TierStack stack, Catalog catalog, SlotsBeingFreed slotsBeingFreed, EngineEvents events) {
         this.stack = stack;
@@ -329,29 +334,76 @@ final class Residency {
         });
     }
 
+    /** What {@link #beginCopy} did. */
+    enum CopyStart {
+        /** The copy is registered; the caller ends it ({@link #endCopy}). */
+        STARTED,
+        /** The entry is deleted already: nothing is registered, nothing is to be copied. */
+        DELETED,
+        /**
+         * Another copy of the block into the same tier is being written: nothing is registered; the caller waits for
+         * it ({@link #awaitCopyEnded}) and looks again, or gives up.
+         */
+        BUSY
+    }
+
+    /** A copy of an entry's block into a tier, being written ({@link #beginCopy}). */
+    private record CopyInto(CatalogEntry entry, TierId tier) {}
+
     /**
-     * Registers a copy of the entry's block that a move or a write-through is about to write into a tier, before
-     * it writes; false, registering nothing, when the entry is deleted already. The caller ends it ({@link
-     * #endCopy}) once the copy is recorded or, when a delete won, removed ({@link #removeUnrecorded}).
+     * Registers a copy of the entry's block that a move or a write-through is about to write into tier {@code into}
+     * (null: a move that copies nowhere, out of the slowest tier), before it writes. Nothing is registered when the
+     * entry is deleted already, or when another copy of it into {@code into} is being written. The caller ends a
+     * started copy ({@link #endCopy}) once it is recorded or, when a delete won, removed ({@link #removeUnrecorded}).
      *
      * <p>Why: a copy written into a durable tier is on disk before it is recorded, and a delete that wins in between
      * does not see it. The delete marks the entry dead, then waits for the copies registered ({@link #delete}); a
      * copy registers, then looks at the entry: one of the two sees the other.
+     *
+     * <p>Why one copy into a tier at a time: a tier skips a write of a key it already holds, so of two copies written
+     * together (a demotion and a write-through of the block) one writes nothing, and cannot tell. When a delete then
+     * lands between the other recording the copy and this one finishing, this one, finding its copy unrecorded,
+     * would remove by key the copy the other recorded: the copy the delete frees only after its readers, freed
+     * under them. With one copy at a time, a copy that a copier finds unrecorded is the one it wrote.
      */
-    boolean beginCopy(CatalogEntry entry) {
+    CopyStart beginCopy(CatalogEntry entry, @Nullable TierId into) {
+        if (into != null && !copiesInto.add(new CopyInto(entry, into))) {
+            return CopyStart.BUSY;
+        }
         ownCopies.get().add(entry);
         copying.merge(entry, 1, Integer::sum);
         if (entry.dead()) {
-            endCopy(entry);
-            return false;
+            endCopy(entry, into);
+            return CopyStart.DELETED;
         }
-        return true;
+        return CopyStart.STARTED;
     }
 
     /** The copy registered by {@link #beginCopy} is recorded or removed. */
-    void endCopy(CatalogEntry entry) {
+    void endCopy(CatalogEntry entry, @Nullable TierId into) {
         copying.computeIfPresent(entry, (e, n) -> n == 1 ? null : n - 1);
         ownCopies.get().remove(entry);
+        if (into != null) {
+            copiesInto.remove(new CopyInto(entry, into));
+        }
+    }
+
+    /**
+     * Waits until no copy of the entry's block into {@code into} is being written ({@link #beginCopy} answered
+     * {@link CopyStart#BUSY}), or the entry is deleted. Moments: such a copy waits for no reader of the block. The
+     * caller should not hold the block as a reader meanwhile: a demotion that finishes under a reader keeps the copy
+     * it moved the block out of.
+     */
+    void awaitCopyEnded(CatalogEntry entry, TierId into) {
+        CopyInto copy = new CopyInto(entry, into);
+        SpinWait wait = null;
+        while (copiesInto.contains(copy) && !entry.dead()) {
+            if (wait == null) {
+                wait = SpinWait.upTo(SpinWait.DEFAULT_NANOS);
+            }
+            wait.pause(
+                    () -> "a copy of block " + entry.key() + " into tier " + into + " still being written after 30 s");
+        }
     }
 
     /**

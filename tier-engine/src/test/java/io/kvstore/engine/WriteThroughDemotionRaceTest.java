@@ -44,8 +44,8 @@ class WriteThroughDemotionRaceTest {
             CompletableFuture<TierId> put = new CompletableFuture<>();
             // the demoter has written the NVMe copy and not recorded it yet: a client stores the block again,
             // which copies it through to NVMe (the block is not recorded there)
-            // (it waits for the demoter's copy, unrecorded, to be recorded or freed: outside its read, so the
-            // demoter's claim is the block's only reader when it finishes)
+            // (it waits for the demoter's copy, still being written, to be recorded or removed: outside its read,
+            // so the demoter's claim is the block's only reader when it finishes)
             events.onMove(() -> {
                 Thread putter = Thread.ofPlatform().daemon().start(() -> {
                     try {
@@ -55,7 +55,7 @@ class WriteThroughDemotionRaceTest {
                     }
                 });
                 long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (!waitingForOldCopy(putter) && System.nanoTime() < deadline) {
+                while (!waitingForTheDemotersCopy(putter) && System.nanoTime() < deadline) {
                     Thread.onSpinWait();
                 }
             });
@@ -71,8 +71,8 @@ class WriteThroughDemotionRaceTest {
         }
     }
 
-    /** Whether {@code t} waits for a tier to record or free an old copy of its block before copying it. */
-    private static boolean waitingForOldCopy(Thread t) {
-        return Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().equals("awaitOldCopyFreed"));
+    /** Whether {@code t} waits for another copy of its block into a tier to be recorded or removed. */
+    private static boolean waitingForTheDemotersCopy(Thread t) {
+        return Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().equals("awaitCopyEnded"));
     }
 }
