@@ -7,6 +7,7 @@ import io.kvstore.engine.TierEngine;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.ChecksumMismatchException;
+import io.kvstore.tier.TierClosedException;
 import io.kvstore.tier.TierFullException;
 import java.lang.reflect.Method;
 import java.net.URI;
@@ -55,6 +56,10 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
 
     private final IntervalLog clientGoneLines = new IntervalLog(CLIENT_ERROR_LOG_INTERVAL);
     private final IntervalLog timeoutLines = new IntervalLog(CLIENT_ERROR_LOG_INTERVAL);
+    private final IntervalLog shutdownLines = new IntervalLog(CLIENT_ERROR_LOG_INTERVAL);
+
+    /** The problem type of a request that met a tier closed by a shutdown under way. */
+    public static final String SHUTTING_DOWN = "urn:kvstore:problem:shutting-down";
 
     public ProblemAdvice(EngineMetrics metrics, TierEngine engine) {
         this.metrics = metrics;
@@ -171,6 +176,28 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
     ResponseEntity<Object> corrupt(ChecksumMismatchException e) {
         log.warn("answered 500: {}", e.getMessage());
         return respond(problem(HttpStatus.INTERNAL_SERVER_ERROR, "Stored block is corrupt", e.getMessage()));
+    }
+
+    /**
+     * A request still running when the engine closed (the service shutting down) met a closed tier: 503 of its own
+     * type, so a client retries elsewhere or after the restart, and at most one INFO line per
+     * {@link #CLIENT_ERROR_LOG_INTERVAL} with no stack trace, since every request in flight meets it.
+     */
+    @ExceptionHandler(TierClosedException.class)
+    ResponseEntity<Object> shuttingDown(TierClosedException e) {
+        long unlogged = shutdownLines.occurred();
+        if (unlogged >= 0) {
+            log.info(
+                    "answered 503, shutting down: {}{}",
+                    e.getMessage(),
+                    IntervalLog.more(unlogged, "request(s) met a closed tier"));
+        }
+        ProblemDetail problem = problem(
+                HttpStatus.SERVICE_UNAVAILABLE,
+                "Shutting down",
+                "the service is shutting down (" + e.getMessage() + "); send the request again once it is back");
+        problem.setType(URI.create(SHUTTING_DOWN));
+        return respond(problem);
     }
 
     @ExceptionHandler(Exception.class)

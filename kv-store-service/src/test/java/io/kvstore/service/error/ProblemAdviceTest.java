@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import io.kvstore.block.BlockHash;
+import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.engine.BlockHeldException;
 import io.kvstore.engine.EngineEvents;
@@ -17,8 +19,11 @@ import io.kvstore.tier.memory.HostMemoryProvider;
 import io.kvstore.tier.memory.MemoryTier;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.io.EOFException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.assertj.core.api.InstanceOfAssertFactories;
@@ -102,6 +107,38 @@ class ProblemAdviceTest {
             logger.detachAppender(lines);
         }
         return lines.list;
+    }
+
+    @Test
+    void requestsMeetingTheEngineClosedByShutdownAre503ShuttingDownAndLoggedOnce() {
+        engine.close(); // the service shutting down while requests still run
+        List<ProblemDetail> answers = new ArrayList<>();
+        List<ILoggingEvent> lines = linesLoggedBy(() -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment block = arena.allocate(4096);
+                for (int i = 0; i < 300; i++) {
+                    BlockKey key = new BlockKey("ns", BlockHash.ofLong(i));
+                    try {
+                        engine.put(key, null, block);
+                        throw new AssertionError("a put into a closed engine was stored");
+                    } catch (Exception e) {
+                        answers.add(advice.describe(e));
+                    }
+                }
+            }
+        });
+        assertThat(answers).hasSize(300).allSatisfy(problem -> {
+            assertThat(problem.getStatus()).isEqualTo(503);
+            assertThat(problem.getType()).hasToString("urn:kvstore:problem:shutting-down");
+            assertThat(problem.getTitle()).isEqualTo("Shutting down");
+            assertThat(problem.getDetail()).contains("DRAM tier closed");
+        });
+        assertThat(lines)
+                .as("one line per %s, not a stack trace per request", ProblemAdvice.CLIENT_ERROR_LOG_INTERVAL)
+                .singleElement()
+                .satisfies(line -> assertThat(line.getThrowableProxy()).isNull())
+                .extracting(ILoggingEvent::getFormattedMessage, InstanceOfAssertFactories.STRING)
+                .isEqualTo("answered 503, shutting down: DRAM tier closed");
     }
 
     @Test

@@ -11,6 +11,7 @@ import io.kvstore.tier.BlockNotFoundException;
 import io.kvstore.tier.BlockTier;
 import io.kvstore.tier.ChecksumMismatchException;
 import io.kvstore.tier.Checksums;
+import io.kvstore.tier.TierClosedException;
 import io.kvstore.tier.TierFullException;
 import io.kvstore.tier.UnreadableCopyException;
 import io.kvstore.tier.memory.SlabAllocator;
@@ -56,7 +57,7 @@ import org.slf4j.LoggerFactory;
  * Storage): the same slots, files, durability order and index, so recovery and crashes treat them alike.
  *
  * <p>Every call that touches the files or the index is a use of the tier ({@link UseCount}): once {@link #close}
- * began, a call fails with {@link IllegalStateException} ("NVMe tier closed"), and close frees RocksDB and the
+ * began, a call fails with {@link TierClosedException} ("NVMe tier closed"), and close frees RocksDB and the
  * file descriptors only after the calls under way have returned, so a call racing shutdown never hands RocksDB a
  * destroyed handle (a crash of the whole process) or reads a descriptor number the process may reuse.
  *
@@ -681,11 +682,11 @@ public final class NvmeTier implements BlockTier {
     /**
      * Begins a use of the files and the index; end it with {@code uses.exit()}.
      *
-     * @throws IllegalStateException once {@link #close} began
+     * @throws TierClosedException once {@link #close} began
      */
     private void enter() {
         if (!uses.tryEnter()) {
-            throw new IllegalStateException("NVMe tier closed");
+            throw new TierClosedException("NVMe");
         }
     }
 
