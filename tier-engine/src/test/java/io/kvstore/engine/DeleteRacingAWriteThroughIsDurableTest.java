@@ -40,13 +40,13 @@ class DeleteRacingAWriteThroughIsDurableTest {
             TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK);
             try {
                 engine.setWriteThrough("ns", true);
-                CompletableFuture<TierId> put = async(() -> engine.put(key, null, bytes));
+                CompletableFuture<TierId> put = RaceFixtures.async(() -> engine.put(key, null, bytes));
                 assertThat(nvme.written.await(10, TimeUnit.SECONDS))
                         .as("the put's copy through is on NVMe, not yet recorded")
                         .isTrue();
 
                 // the process dies the moment the delete returns: nothing after that reaches the disk
-                CompletableFuture<Boolean> delete = async(() -> {
+                CompletableFuture<Boolean> delete = RaceFixtures.async(() -> {
                     boolean deleted = engine.delete(key);
                     nvme.crash();
                     return deleted;
@@ -70,24 +70,6 @@ class DeleteRacingAWriteThroughIsDurableTest {
                         .isEmpty();
             }
         }
-    }
-
-    /** What a test thread runs. */
-    @FunctionalInterface
-    private interface Step<T> {
-        T run() throws Exception;
-    }
-
-    private static <T> CompletableFuture<T> async(Step<T> step) {
-        CompletableFuture<T> result = new CompletableFuture<>();
-        Thread.ofPlatform().daemon().start(() -> {
-            try {
-                result.complete(step.run());
-            } catch (Throwable e) {
-                result.completeExceptionally(e);
-            }
-        });
-        return result;
     }
 
     /**

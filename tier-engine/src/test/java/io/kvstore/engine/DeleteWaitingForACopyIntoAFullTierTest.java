@@ -137,21 +137,9 @@ class DeleteWaitingForACopyIntoAFullTierTest {
     }
 
     /** What a test thread runs. */
-    @FunctionalInterface
-    private interface Step<T> {
-        T run() throws Exception;
-    }
-
-    private static <T> CompletableFuture<T> async(List<CompletableFuture<?>> running, Step<T> step) {
-        CompletableFuture<T> result = new CompletableFuture<>();
+    private static <T> CompletableFuture<T> async(List<CompletableFuture<?>> running, RaceFixtures.Step<T> step) {
+        CompletableFuture<T> result = RaceFixtures.async(step);
         running.add(result);
-        Thread.ofPlatform().daemon().start(() -> {
-            try {
-                result.complete(step.run());
-            } catch (Throwable e) {
-                result.completeExceptionally(e);
-            }
-        });
         return result;
     }
 

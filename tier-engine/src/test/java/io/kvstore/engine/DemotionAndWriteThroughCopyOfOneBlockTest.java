@@ -53,7 +53,7 @@ class DemotionAndWriteThroughCopyOfOneBlockTest {
             CatalogEntry entry =
                     Objects.requireNonNull(RaceFixtures.catalogOf(engine).get(key));
 
-            CompletableFuture<Void> demotion = async(() -> {
+            CompletableFuture<Void> demotion = RaceFixtures.async(() -> {
                 engine.demoteToLowWatermark(TierId.DRAM);
                 return null;
             });
@@ -82,7 +82,7 @@ class DemotionAndWriteThroughCopyOfOneBlockTest {
                     .isNotDone();
             assertThat(nvme.writes.get()).as("NVMe writes begun").isEqualTo(1);
 
-            CompletableFuture<Boolean> delete = async(() -> engine.delete(key));
+            CompletableFuture<Boolean> delete = RaceFixtures.async(() -> engine.delete(key));
             while (!entry.dead()) {
                 assertThat(System.nanoTime()).as("the delete never began").isLessThan(deadline);
                 Thread.onSpinWait();
@@ -108,24 +108,6 @@ class DemotionAndWriteThroughCopyOfOneBlockTest {
     /** Whether {@code t} waits for another copy of its block into a tier to be recorded or removed. */
     private static boolean waitingForACopy(Thread t) {
         return Arrays.stream(t.getStackTrace()).anyMatch(f -> f.getMethodName().equals("awaitCopyEnded"));
-    }
-
-    /** What a test thread runs. */
-    @FunctionalInterface
-    private interface Step<T> {
-        T run() throws Exception;
-    }
-
-    private static <T> CompletableFuture<T> async(Step<T> step) {
-        CompletableFuture<T> result = new CompletableFuture<>();
-        Thread.ofPlatform().daemon().start(() -> {
-            try {
-                result.complete(step.run());
-            } catch (Throwable e) {
-                result.completeExceptionally(e);
-            }
-        });
-        return result;
     }
 
     /** NVMe whose first write (a block or a batch) waits until the test lets it go on; writes counted. */

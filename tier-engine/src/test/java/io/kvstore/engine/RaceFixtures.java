@@ -156,4 +156,23 @@ final class RaceFixtures {
         engine.get(fresh, out);
         assertThat(out.mismatch(freshBytes)).isEqualTo(-1);
     }
+
+    /** What a test thread runs. */
+    @FunctionalInterface
+    interface Step<T> {
+        T run() throws Exception;
+    }
+
+    /** Runs {@code step} on a thread of its own; the future completes with its result or what it threw. */
+    static <T> CompletableFuture<T> async(Step<T> step) {
+        CompletableFuture<T> result = new CompletableFuture<>();
+        Thread.ofPlatform().daemon().start(() -> {
+            try {
+                result.complete(step.run());
+            } catch (Throwable e) {
+                result.completeExceptionally(e);
+            }
+        });
+        return result;
+    }
 }
