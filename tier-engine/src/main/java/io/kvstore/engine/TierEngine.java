@@ -62,6 +62,7 @@ public final class TierEngine implements AutoCloseable {
     private final Clock clock;
     private final EngineEvents events;
     private final ScheduledExecutorService sweeper;
+    private volatile boolean closing;
 
     /**
      * @param tierSettings settings per tier; tiers without an entry use {@link TierSettings#DEFAULT}
@@ -566,8 +567,17 @@ public final class TierEngine implements AutoCloseable {
      * move still freeing slots would otherwise meet closed tiers. A request still running then fails as its tier is
      * closed.
      */
+    /**
+     * Whether {@link #close} began: from then on a request may fail in any way a closed tier or a closed view of its
+     * memory fails (the service answers such a failure as a shutdown, not as a fault).
+     */
+    public boolean closing() {
+        return closing;
+    }
+
     @Override
     public void close() {
+        closing = true;
         sweeper.shutdownNow();
         try {
             sweeper.awaitTermination(30, TimeUnit.SECONDS);

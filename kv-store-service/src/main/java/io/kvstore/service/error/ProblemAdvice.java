@@ -185,23 +185,36 @@ public class ProblemAdvice extends ResponseEntityExceptionHandler {
      */
     @ExceptionHandler(TierClosedException.class)
     ResponseEntity<Object> shuttingDown(TierClosedException e) {
+        return shuttingDown(e.getMessage());
+    }
+
+    private ResponseEntity<Object> shuttingDown(String what) {
         long unlogged = shutdownLines.occurred();
         if (unlogged >= 0) {
             log.info(
                     "answered 503, shutting down: {}{}",
-                    e.getMessage(),
+                    what,
                     IntervalLog.more(unlogged, "request(s) met a closed tier"));
         }
         ProblemDetail problem = problem(
                 HttpStatus.SERVICE_UNAVAILABLE,
                 "Shutting down",
-                "the service is shutting down (" + e.getMessage() + "); send the request again once it is back");
+                "the service is shutting down (" + what + "); send the request again once it is back");
         problem.setType(URI.create(SHUTTING_DOWN));
         return respond(problem);
     }
 
+    /**
+     * Anything else is a fault: logged with its stack trace and answered 500 without detail. But an
+     * {@link IllegalStateException} once the engine is closing is the shutdown again, met in another form (a
+     * zero-copy send or an in-place fill whose view of a tier's memory was closed under it: the JDK's "Already
+     * closed"), and answered as {@link #shuttingDown(TierClosedException)} is.
+     */
     @ExceptionHandler(Exception.class)
     ResponseEntity<Object> unexpected(Exception e) {
+        if (e instanceof IllegalStateException && engine.closing()) {
+            return shuttingDown("the engine closed under the request: " + e.getMessage());
+        }
         log.error("request failed unexpectedly", e);
         return respond(problem(
                 HttpStatus.INTERNAL_SERVER_ERROR,

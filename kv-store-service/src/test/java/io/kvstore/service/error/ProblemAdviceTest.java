@@ -1,6 +1,7 @@
 package io.kvstore.service.error;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
@@ -139,6 +140,25 @@ class ProblemAdviceTest {
                 .satisfies(line -> assertThat(line.getThrowableProxy()).isNull())
                 .extracting(ILoggingEvent::getFormattedMessage, InstanceOfAssertFactories.STRING)
                 .isEqualTo("answered 503, shutting down: DRAM tier closed");
+    }
+
+    @Test
+    void aViewOfTierMemoryClosedUnderARequestByShutdownIs503ShuttingDownNotAFault() {
+        MemorySegment view; // what a zero-copy send or an in-place fill holds of a tier's memory
+        try (Arena tierMemory = Arena.ofShared()) {
+            view = tierMemory.allocate(4096);
+        }
+        IllegalStateException closedUnderIt = catchThrowableOfType(
+                IllegalStateException.class, () -> view.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0));
+
+        assertThat(advice.describe(closedUnderIt).getStatus())
+                .as("the same failure while the engine runs is a fault")
+                .isEqualTo(500);
+        engine.close();
+        ProblemDetail problem = advice.describe(closedUnderIt);
+        assertThat(problem.getStatus()).isEqualTo(503);
+        assertThat(problem.getType()).hasToString("urn:kvstore:problem:shutting-down");
+        assertThat(problem.getDetail()).contains("Already closed");
     }
 
     @Test
