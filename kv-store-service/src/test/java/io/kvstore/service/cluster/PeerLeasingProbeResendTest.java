@@ -3,21 +3,15 @@ package io.kvstore.service.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.sun.net.httpserver.HttpServer;
 import io.kvstore.block.BlockHash;
 import io.kvstore.engine.TierEngine;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.PeerCredentials;
-import java.net.InetSocketAddress;
-import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
-import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import tools.jackson.databind.json.JsonMapper;
@@ -28,7 +22,7 @@ import tools.jackson.databind.json.JsonMapper;
  * again and sends it once more (a second lease, its answer to the caller). The caller releases what it was given;
  * the first copy's lease stays held until it expires. A node's own clients never deliver one signed probe twice, so
  * only such a party causes it. Node "b" is a real cluster node (etcd, the probe servlet); between it and the calling
- * {@link RemotePeer} sits a relay that delivers each request twice and returns the second answer.
+ * {@link RemotePeer} sits a relay that delivers the first request twice and returns the second answer.
  */
 class PeerLeasingProbeResendTest {
 
@@ -43,7 +37,6 @@ class PeerLeasingProbeResendTest {
     @Test
     void aLeasingProbeDeliveredTwiceOnThePathLeavesTheFirstCopysLeaseToExpire() throws Exception {
         List<BlockHash> blocks = ClusterNodes.chain(3, 7707);
-        List<Integer> answers = new CopyOnWriteArrayList<>();
         try (ClusterNodes.Node b = ClusterNodes.start(
                 etcd.endpoint(),
                 "b",
@@ -59,44 +52,10 @@ class PeerLeasingProbeResendTest {
             TierEngine engine = b.context().getBean(TierEngine.class);
             int before = engine.activeLeases();
 
-            HttpServer relay = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-            relay.createContext("/", exchange -> {
-                var request = HttpRequest.newBuilder(URI.create(b.base() + exchange.getRequestURI()))
-                        .method(
-                                exchange.getRequestMethod(),
-                                HttpRequest.BodyPublishers.ofByteArray(
-                                        exchange.getRequestBody().readAllBytes()));
-                exchange.getRequestHeaders().forEach((name, values) -> {
-                    if (!PeerNonceResendTest.RESTRICTED.contains(name.toLowerCase(Locale.ROOT))) {
-                        request.header(name, values.getFirst());
-                    }
-                });
-                try {
-                    HttpResponse<byte[]> answer = null;
-                    // the first request it relays is delivered twice, the rest once
-                    int copies = answers.isEmpty() ? 2 : 1;
-                    for (int i = 0; i < copies; i++) {
-                        answer = ClusterNodes.HTTP.send(request.build(), HttpResponse.BodyHandlers.ofByteArray());
-                        answers.add(answer.statusCode());
-                    }
-                    exchange.getResponseHeaders()
-                            .add(
-                                    "Content-Type",
-                                    answer.headers().firstValue("Content-Type").orElse("text/plain"));
-                    int length = answer.body().length;
-                    exchange.sendResponseHeaders(answer.statusCode(), length == 0 ? -1 : length);
-                    exchange.getResponseBody().write(answer.body());
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    exchange.sendResponseHeaders(502, -1);
-                } finally {
-                    exchange.close();
-                }
-            });
-            relay.start();
-            try {
+            AtomicBoolean first = new AtomicBoolean(true); // the first request it relays is delivered twice
+            try (DuplicatingRelay relay = new DuplicatingRelay(b.base(), () -> first.getAndSet(false))) {
                 RemotePeer a = new RemotePeer(
-                        new Member("b", "http://127.0.0.1:" + relay.getAddress().getPort(), 1, b.boot()),
+                        new Member("b", relay.address(), 1, b.boot()),
                         new Member("a", "http://127.0.0.1:1", 1),
                         HttpClient.newHttpClient(),
                         JSON,
@@ -107,7 +66,7 @@ class PeerLeasingProbeResendTest {
 
                 Peer.Probe probe = a.probe(ALPHA_CALLER, NS, blocks, true);
 
-                assertThat(answers)
+                assertThat(relay.answers)
                         .as("the first copy answered (to the relay), the second refused, the probe sent again")
                         .containsExactly(200, 409, 200);
                 assertThat(probe.lease()).isNotNull();
@@ -119,8 +78,6 @@ class PeerLeasingProbeResendTest {
                 assertThat(engine.activeLeases())
                         .as("the first copy's lease, which no caller was given, held until it expires")
                         .isEqualTo(before + 1);
-            } finally {
-                relay.stop(0);
             }
         }
     }

@@ -3,22 +3,14 @@ package io.kvstore.service.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import com.sun.net.httpserver.HttpServer;
 import io.kvstore.block.BlockHash;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.PeerCredentials;
 import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.URI;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.List;
-import java.util.Locale;
-import java.util.Set;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -52,70 +44,26 @@ class PeerNonceResendTest {
     static final String[] ALPHA = {"Authorization", "Bearer alpha-token-0123456789"};
     static final Caller ALPHA_CALLER = new Caller("alpha", "config-0", List.of(), List.of("a-*"), false, false);
     static final Caller ADMIN_CALLER = new Caller("ops", "config-9", List.of(), List.of(), false, true);
-    /** Headers the JDK client sets itself. */
-    static final Set<String> RESTRICTED = Set.of("host", "content-length", "connection", "expect", "upgrade");
 
     @LocalServerPort
     int port;
 
-    /** The nonce of every request the relay got from the calling node, in order. */
-    private final List<String> nonces = new CopyOnWriteArrayList<>();
-    /** The status of every answer the relay got from the node, in order. */
-    private final List<Integer> answers = new CopyOnWriteArrayList<>();
-
     /** Whether the relay delivers the next request it gets twice. */
     private final AtomicBoolean duplicateNext = new AtomicBoolean();
 
-    private HttpServer relay;
+    private DuplicatingRelay relay;
 
     @AfterEach
     void stop() {
         if (relay != null) {
-            relay.stop(0);
+            relay.close();
         }
     }
 
-    /**
-     * A relay to this node that delivers a request twice, when {@link #duplicateNext} is set, and answers with the
-     * second answer.
-     */
+    /** A relay to this node that delivers a request twice when {@link #duplicateNext} is set. */
     private String relay() throws IOException {
-        String target = "http://127.0.0.1:" + port;
-        relay = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
-        relay.createContext("/", exchange -> {
-            byte[] body = exchange.getRequestBody().readAllBytes();
-            var builder = HttpRequest.newBuilder(
-                            URI.create(target + exchange.getRequestURI().getRawPath()))
-                    .method(exchange.getRequestMethod(), HttpRequest.BodyPublishers.ofByteArray(body));
-            exchange.getRequestHeaders().forEach((name, values) -> {
-                if (!RESTRICTED.contains(name.toLowerCase(Locale.ROOT))) {
-                    builder.header(name, values.getFirst());
-                }
-            });
-            nonces.add(exchange.getRequestHeaders().getFirst(PeerCredentials.NONCE));
-            try {
-                int copies = duplicateNext.getAndSet(false) ? 2 : 1;
-                HttpResponse<byte[]> answer = null;
-                for (int i = 0; i < copies; i++) {
-                    answer = ClusterNodes.HTTP.send(builder.build(), HttpResponse.BodyHandlers.ofByteArray());
-                    answers.add(answer.statusCode());
-                }
-                exchange.getResponseHeaders()
-                        .add(
-                                "Content-Type",
-                                answer.headers().firstValue("Content-Type").orElse("text/plain"));
-                int length = answer.body().length;
-                exchange.sendResponseHeaders(answer.statusCode(), length == 0 ? -1 : length);
-                exchange.getResponseBody().write(answer.body());
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                exchange.sendResponseHeaders(502, -1);
-            } finally {
-                exchange.close();
-            }
-        });
-        relay.start();
-        return "http://127.0.0.1:" + relay.getAddress().getPort();
+        relay = new DuplicatingRelay("http://127.0.0.1:" + port, () -> duplicateNext.getAndSet(false));
+        return relay.address();
     }
 
     /**
@@ -125,11 +73,11 @@ class PeerNonceResendTest {
     private RemotePeer peerThroughRelay() throws IOException {
         RemotePeer peer = peerAt(relay());
         peer.tiers(ADMIN_CALLER);
-        assertThat(answers)
+        assertThat(relay.answers)
                 .as("the first call names no run of b, refused, signed again")
                 .containsExactly(409, 200);
-        nonces.clear();
-        answers.clear();
+        relay.nonces.clear();
+        relay.answers.clear();
         return peer;
     }
 
@@ -155,8 +103,8 @@ class PeerNonceResendTest {
 
         assertThat(tiers).isNotNull();
         // the first copy answered, the second refused for its nonce, then the call signed again and answered
-        assertThat(answers).containsExactly(200, 409, 200);
-        assertThat(nonces).hasSize(2).doesNotContainNull().doesNotHaveDuplicates();
+        assertThat(relay.answers).containsExactly(200, 409, 200);
+        assertThat(relay.nonces).hasSize(2).doesNotContainNull().doesNotHaveDuplicates();
     }
 
     @Test
@@ -170,8 +118,8 @@ class PeerNonceResendTest {
 
         peer.store(ALPHA_CALLER, "a-stored", ClusterNodes.frame(hash, ClusterNodes.content(hash)));
 
-        assertThat(answers).containsExactly(200, 409, 200);
-        assertThat(nonces).hasSize(2).doesNotHaveDuplicates();
+        assertThat(relay.answers).containsExactly(200, 409, 200);
+        assertThat(relay.nonces).hasSize(2).doesNotHaveDuplicates();
         assertThat(ClusterNodes.fetch(base, "a-stored", List.of(hash), ALPHA).statusCode())
                 .isEqualTo(200);
     }
@@ -188,6 +136,6 @@ class PeerNonceResendTest {
         assertThatThrownBy(() -> peer.declare(ALPHA_CALLER, "a-declared", other))
                 .isInstanceOfSatisfying(
                         PeerException.class, e -> assertThat(e.status()).isEqualTo(409));
-        assertThat(answers).containsExactly(409);
+        assertThat(relay.answers).containsExactly(409);
     }
 }
