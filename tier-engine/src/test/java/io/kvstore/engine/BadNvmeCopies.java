@@ -7,7 +7,6 @@ import io.kvstore.block.BlockRecord;
 import io.kvstore.tier.BadCopyException;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
-import java.io.RandomAccessFile;
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
 import java.util.concurrent.CompletableFuture;
@@ -16,24 +15,13 @@ import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What the tests of a bad NVMe copy share: a byte of a copy flipped on disk, so that its next read fails the
- * checksum and the NVMe tier drops the copy itself, and a tier that stops such a read and holds what follows.
+ * What the tests of a bad NVMe copy share beside {@link TestBlocks#flipAByte} (a byte of a copy flipped on disk, so
+ * that its next read fails the checksum and the NVMe tier drops the copy itself): a tier that stops such a read and
+ * holds what follows.
  */
 final class BadNvmeCopies {
 
     private BadNvmeCopies() {}
-
-    /** Flips one byte of {@code key}'s copy in {@code tier}'s file and syncs it: the copy now fails its checksum. */
-    static void flipAByte(NvmeTier tier, BlockKey key) throws IOException {
-        try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
-            long at = tier.offsetOf(key) % tier.fileSize() + 1234;
-            file.seek(at);
-            int b = file.read();
-            file.seek(at);
-            file.write(b ^ 0x01);
-            file.getFD().sync();
-        }
-    }
 
     /**
      * The NVMe tier, with a read on one thread that stops after the tier found the copy bad (and dropped it), and

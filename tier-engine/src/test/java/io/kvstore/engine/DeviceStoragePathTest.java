@@ -21,7 +21,6 @@ import io.kvstore.tier.nvme.StandInDeviceFileCopier;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
-import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -211,7 +210,7 @@ class DeviceStoragePathTest {
             List<BlockKey> keys = putChain(engine, 24);
             BlockKey first = keys.getFirst();
             NvmeTier nvme = (NvmeTier) engine.tier(TierId.NVME);
-            flipOnDisk(nvme, first);
+            TestBlocks.flipAByte(nvme, first);
             assertThatThrownBy(() -> engine.get(first, arena.allocate(BLOCK)))
                     .isInstanceOf(ChecksumMismatchException.class);
             assertThat(events("checksum NVME")).isEqualTo(1);
@@ -307,17 +306,6 @@ class DeviceStoragePathTest {
             assertThat(held.get(TierId.NVME).get())
                     .as("bytes announced in NVMe equal the copies the catalog shows there")
                     .isEqualTo(inNvme);
-        }
-    }
-
-    private static void flipOnDisk(NvmeTier nvme, BlockKey key) throws Exception {
-        try (RandomAccessFile file = new RandomAccessFile(nvme.fileOf(key).toFile(), "rw")) {
-            long at = nvme.offsetOf(key) % nvme.fileSize() + 4321;
-            file.seek(at);
-            int b = file.read();
-            file.seek(at);
-            file.write(b ^ 0x01);
-            file.getFD().sync();
         }
     }
 

@@ -39,7 +39,7 @@ class FreeAfterReadersFreesItsOwnCopyTest {
             BlockKey key = TestBlocks.key("ns", 1);
             MemorySegment bytes = TestBlocks.bytes(arena, 1, BLOCK);
             engine.put(key, null, bytes, TierId.NVME);
-            BadNvmeCopies.flipAByte(files, key);
+            TestBlocks.flipAByte(files, key);
 
             // a reader finds the copy bad: NVMe drops it, and the reader stops before the engine hears of it
             CountDownLatch readerGoesOn = new CountDownLatch(1);

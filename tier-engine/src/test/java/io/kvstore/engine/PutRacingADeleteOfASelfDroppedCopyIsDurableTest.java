@@ -43,7 +43,7 @@ class PutRacingADeleteOfASelfDroppedCopyIsDurableTest {
             BadNvmeCopies.HoldingTier nvme = new BadNvmeCopies.HoldingTier(files);
             try (TierEngine engine = RaceFixtures.dramOver(nvme, BLOCK)) {
                 engine.put(key, null, bytes, TierId.NVME);
-                BadNvmeCopies.flipAByte(files, key);
+                TestBlocks.flipAByte(files, key);
 
                 // a reader finds the copy bad: NVMe drops it, and the reader stops before the engine hears of it
                 CountDownLatch readerGoesOn = new CountDownLatch(1);

@@ -80,7 +80,7 @@ class SelfDroppedCopyTest {
                 assertThat(engine.info(key).tiers()).containsExactlyInAnyOrder(TierId.DRAM, TierId.NVME);
 
                 // the NVMe copy goes bad; the second reader finds it so, and NVMe drops it
-                BadNvmeCopies.flipAByte(files, key);
+                TestBlocks.flipAByte(files, key);
                 goOn.countDown();
                 assertThat(second.get(10, TimeUnit.SECONDS)).isInstanceOf(ChecksumMismatchException.class);
                 assertThat(engine.info(key).tiers()).containsExactly(TierId.DRAM);

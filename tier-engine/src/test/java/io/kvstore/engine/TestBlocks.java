@@ -2,6 +2,9 @@ package io.kvstore.engine;
 
 import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
+import io.kvstore.tier.nvme.NvmeTier;
+import java.io.IOException;
+import java.io.RandomAccessFile;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
@@ -26,5 +29,20 @@ public final class TestBlocks {
             segment.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) random.nextInt());
         }
         return segment;
+    }
+
+    /**
+     * Flips one byte of {@code key}'s copy in {@code tier}'s block file and syncs it: the copy on disk now fails its
+     * checksum.
+     */
+    public static void flipAByte(NvmeTier tier, BlockKey key) throws IOException {
+        try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
+            long at = tier.offsetOf(key) % tier.fileSize() + 1234;
+            file.seek(at);
+            int b = file.read();
+            file.seek(at);
+            file.write(b ^ 0x01);
+            file.getFD().sync();
+        }
     }
 }

@@ -164,14 +164,7 @@ class NvmeTierTest {
             store(tier, 1);
             store(tier, 2);
             BlockKey key = TestBlocks.key("m", 2);
-            try (RandomAccessFile file = new RandomAccessFile(tier.fileOf(key).toFile(), "rw")) {
-                long at = tier.offsetOf(key) % tier.fileSize() + 1234;
-                file.seek(at);
-                int b = file.read();
-                file.seek(at);
-                file.write(b ^ 0x01);
-                file.getFD().sync();
-            }
+            TestBlocks.flipAByte(tier, key);
             assertThatThrownBy(() -> tier.read(key, arena.allocate(BLOCK)))
                     .isInstanceOf(ChecksumMismatchException.class);
             assertThat(tier.checksumFailures()).isEqualTo(1);
