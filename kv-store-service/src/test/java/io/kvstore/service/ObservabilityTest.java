@@ -29,7 +29,8 @@ class ObservabilityTest extends ServiceTest {
                 "kvstore_transfer_bytes_total{backend=\"http\",dst=\"DRAM\",src=\"http\"}",
                 "kvstore_transfer_seconds",
                 "kvstore_leases_active",
-                "kvstore_reservations_expired_total")) {
+                "kvstore_reservations_expired_total",
+                "kvstore_device_storage_fallbacks_total 0.0")) {
             assertThat(body).as(name).contains(name);
         }
         assertThat(body).containsPattern("kvstore_tier_capacity_bytes\\{tier=\"DRAM\"\\} 2097152");

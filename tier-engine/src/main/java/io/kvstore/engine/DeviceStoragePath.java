@@ -9,8 +9,14 @@ import io.kvstore.tier.nvme.DeviceFileCopier;
 import io.kvstore.tier.nvme.NvmeTier;
 import java.io.IOException;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.atomic.LongAdder;
+import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Blocks between the device (HBM) tier and the NVMe tier with no host memory between, through a {@link
@@ -22,18 +28,29 @@ import java.util.List;
  * entered the device (the DRAM or request copy it came from), and with {@code readBack} its slot is also
  * read back into host memory and checked before it is indexed; every later read from NVMe checks it. A
  * promoted block is read back from the device into host memory and checked before it is served.
+ *
+ * <p>When the copier itself fails (cuFile cannot register a block file, a NIXL backend errors), the move goes
+ * through host memory instead, checked there as on any other route, so HBM never fills up for want of a
+ * copier: counted, said once when it starts failing and once when it works again, and shown in {@link
+ * #describe}. Every move tries the copier first.
  */
 final class DeviceStoragePath {
+
+    private static final Logger log = LoggerFactory.getLogger(DeviceStoragePath.class);
 
     private final DeviceTier device;
     private final NvmeTier nvme;
     private final DeviceFileCopier copier;
+    private final DeviceFileCopier marked;
     private final boolean readBack;
+    private final AtomicReference<@Nullable String> failing = new AtomicReference<>();
+    private final LongAdder fallbacks = new LongAdder();
 
     DeviceStoragePath(DeviceTier device, NvmeTier nvme, DeviceFileCopier copier, boolean readBack) {
         this.device = device;
         this.nvme = nvme;
         this.copier = copier;
+        this.marked = new FailureMarking();
         this.readBack = readBack;
     }
 
@@ -51,7 +68,25 @@ final class DeviceStoragePath {
         for (BlockRecord r : records) {
             offsets.add(device.slotOffset(r.key()));
         }
-        nvme.writeAllFromDevice(records, offsets, copier, readBack);
+        try {
+            nvme.writeAllFromDevice(records, offsets, marked, readBack);
+        } catch (CopierFailure failed) {
+            fellBack(failed, records.size());
+            demoteThroughHost(records);
+        }
+    }
+
+    /** {@link #demote} with each block copied out of the device into host memory, checked there, and written. */
+    private void demoteThroughHost(List<BlockRecord> records) throws IOException {
+        try (Arena arena = Arena.ofConfined()) {
+            List<MemorySegment> bytes = new ArrayList<>(records.size());
+            for (BlockRecord r : records) {
+                MemorySegment b = arena.allocate(r.length(), 4096);
+                device.read(r.key(), b);
+                bytes.add(b);
+            }
+            nvme.writeAll(records, bytes);
+        }
     }
 
     /** The block arrived in device memory damaged although its NVMe copy is good: nothing was kept in HBM. */
@@ -71,7 +106,14 @@ final class DeviceStoragePath {
     void promote(BlockRecord record) throws IOException {
         BlockKey key = record.key();
         try {
-            device.writeFromStorage(record, offset -> nvme.readToDevice(key, offset, copier));
+            device.writeFromStorage(record, offset -> nvme.readToDevice(key, offset, marked));
+        } catch (CopierFailure failed) {
+            fellBack(failed, 1);
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment b = arena.allocate(record.length(), 4096);
+                nvme.read(key, b); // checked; a bad copy is dropped by the NVMe tier and thrown
+                device.write(record, b);
+            }
         } catch (ChecksumMismatchException arrivedBad) {
             try (Arena arena = Arena.ofConfined()) {
                 nvme.read(key, arena.allocate(record.length(), 4096)); // throws when the file's copy is bad
@@ -80,14 +122,95 @@ final class DeviceStoragePath {
         }
     }
 
-    /** How operators see it: the copier's name, and whether demotion reads written slots back. */
+    /**
+     * How operators see it: the copier's name, whether demotion reads written slots back, and whether the
+     * copier is failing (moves then go through host memory).
+     */
     String describe() {
+        String why = failing.get();
         return copier.name()
                 + (copier.standIn() ? " (stand-in, not GPUDirect Storage)" : "")
-                + (readBack ? ", demotions read back" : ", demotions keep the CRC32C taken in host memory");
+                + (readBack ? ", demotions read back" : ", demotions keep the CRC32C taken in host memory")
+                + (why == null ? "" : "; failing (" + why + "): moves go through host memory until it works again");
+    }
+
+    /** Moves that went through host memory because the copier failed. */
+    long fallbacks() {
+        return fallbacks.sum();
+    }
+
+    private void fellBack(CopierFailure failed, int blocks) {
+        fallbacks.add(blocks);
+        String why = failed.getMessage();
+        if (failing.getAndSet(why) == null) {
+            log.warn(
+                    "device storage: {} fails ({}); HBM and NVMe move blocks through host memory until it works again",
+                    copier.name(),
+                    why);
+        }
+    }
+
+    private void works() {
+        if (failing.get() != null && failing.getAndSet(null) != null) {
+            log.info("device storage: {} works again; HBM and NVMe move blocks straight to each other", copier.name());
+        }
     }
 
     void close() {
         copier.close();
+    }
+
+    /** A failure of the copier itself, as opposed to the tiers around it (a full tier, a bad checksum). */
+    private static final class CopierFailure extends IOException {
+        CopierFailure(Exception cause) {
+            super(cause.getMessage() == null ? cause.toString() : cause.getMessage(), cause);
+        }
+
+        @Override
+        public String getMessage() {
+            return String.valueOf(super.getMessage());
+        }
+    }
+
+    /**
+     * The copier, its failures thrown as {@link CopierFailure} so that they can be told from the tiers', and
+     * its first copy after a failure reported as the path working again.
+     */
+    private final class FailureMarking implements DeviceFileCopier {
+
+        @Override
+        public String name() {
+            return copier.name();
+        }
+
+        @Override
+        public boolean standIn() {
+            return copier.standIn();
+        }
+
+        @Override
+        public void write(long deviceOffset, BlockFile file, long fileOffset, long length) throws IOException {
+            try {
+                copier.write(deviceOffset, file, fileOffset, length);
+            } catch (IOException | RuntimeException e) {
+                throw new CopierFailure(e);
+            }
+            works();
+        }
+
+        @Override
+        public void read(BlockFile file, long fileOffset, long deviceOffset, long length) throws IOException {
+            try {
+                copier.read(file, fileOffset, deviceOffset, length);
+            } catch (IOException | RuntimeException e) {
+                throw new CopierFailure(e);
+            }
+            works();
+        }
+
+        @Override
+        public void close() {
+            copier.close();
+        }
     }
 }

@@ -541,6 +541,14 @@ public final class TierEngine implements AutoCloseable {
         return stack.deviceStorageRoute();
     }
 
+    /**
+     * How many moves between HBM and NVMe went through host memory because the device storage copier failed
+     * (0 without a device storage path).
+     */
+    public long deviceStorageFallbacks() {
+        return stack.deviceStorageFallbacks();
+    }
+
     public Set<TierId> tierIds() {
         return stack.ids();
     }

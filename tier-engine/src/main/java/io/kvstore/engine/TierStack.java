@@ -135,6 +135,12 @@ final class TierStack implements AutoCloseable {
         return path == null ? null : path.describe();
     }
 
+    /** Moves the device storage path sent through host memory because its copier failed. */
+    long deviceStorageFallbacks() {
+        DeviceStoragePath path = deviceStorage;
+        return path == null ? 0 : path.fallbacks();
+    }
+
     TierPolicy policy(TierId id) {
         return configured(policies.get(id), id);
     }

@@ -29,7 +29,7 @@ import java.util.function.Function;
  * The round trip through the engine that every real device storage copier must pass (cuFile and NIXL
  * GDS on a GPU machine, NIXL POSIX over host memory here): HBM (8 blocks) over DRAM over NVMe, 24 blocks
  * stored, the victims straight on NVMe, DRAM untouched, every block back byte-exact, an NVMe hit promoted
- * straight into HBM.
+ * straight into HBM, and every one of those moves made by the copier (none fell back to host memory).
  */
 public final class DeviceStorageRoundTrip {
 
@@ -88,6 +88,10 @@ public final class DeviceStorageRoundTrip {
             engine.get(keys.getLast(), dst); // from HBM, promoted straight from NVMe, checked on the way out
             assertThat(dst.mismatch(TestBlocks.bytes(arena, keys.size(), BLOCK)))
                     .isEqualTo(-1);
+            assertThat(engine.deviceStorageFallbacks())
+                    .as("moves that went through host memory because the copier failed")
+                    .isZero();
+            assertThat(engine.deviceStorageRoute()).doesNotContain("failing");
         }
     }
 }

@@ -38,6 +38,7 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.slf4j.LoggerFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
@@ -131,13 +132,9 @@ public class EngineConfiguration {
                 deviceFiles.copier(),
                 properties.tiers().nvme().deviceReadBack());
         if (deviceFiles.copier() != null) {
-            transport.showDeviceStorage(new DeviceStorage.View(
-                    transport.deviceStorage().hbm(),
-                    transport.deviceStorage().storage(),
-                    transport.deviceStorage().reason(),
-                    DeviceStorage.direct(engine.deviceStorageRoute()),
-                    transport.deviceStorage().vramRegistered(),
-                    transport.deviceStorage().vramReason()));
+            transport.showDeviceStorage(
+                    transport.deviceStorage(),
+                    () -> DeviceStorage.direct(Objects.requireNonNull(engine.deviceStorageRoute())));
         }
         if (publisher != null) {
             publisher.resyncFrom(

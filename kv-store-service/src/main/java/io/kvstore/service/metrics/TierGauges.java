@@ -53,6 +53,10 @@ public final class TierGauges implements MeterBinder {
             gauge(registry, "kvstore.tier.used.bytes", "Bytes of slots in use", tier, TierStats::usedBytes);
             gauge(registry, "kvstore.tier.blocks", "Blocks held", tier, TierStats::blocks);
         }
+        FunctionCounter.builder("kvstore.device.storage.fallbacks", engine, TierEngine::deviceStorageFallbacks)
+                .description("Moves between HBM and NVMe that went through host memory because the device storage"
+                        + " copier (cuFile, NIXL GDS) failed")
+                .register(registry);
         Gauge.builder("kvstore.leases.active", engine, TierEngine::activeLeases)
                 .description("Leases not yet released or expired")
                 .register(registry);

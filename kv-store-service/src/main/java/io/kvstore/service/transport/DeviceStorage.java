@@ -55,6 +55,11 @@ public final class DeviceStorage {
                     null);
         }
 
+        /** This view with {@code route} as what the engine does. */
+        public View withRoute(String route) {
+            return new View(hbm, storage, reason, route, vramRegistered, vramReason);
+        }
+
         public static View of(String hbm, DevicePathChoice.Decision d, String route) {
             return new View(hbm, d.storage().name(), d.storageWhy(), route, d.registerVram(), d.vramWhy());
         }

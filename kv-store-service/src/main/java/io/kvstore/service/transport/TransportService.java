@@ -27,6 +27,8 @@ import java.util.Base64;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,6 +60,8 @@ public final class TransportService implements AutoCloseable {
     private volatile LocalRegion deviceRegion;
     /** How the device tier reaches NVMe, once the engine is built. */
     private volatile DeviceStorage.View deviceStorage = DeviceStorage.View.noHbm();
+
+    private volatile @Nullable Supplier<String> liveRoute;
 
     /**
      * A region as engines address it: the tier, its address in this process, length and key; over NIXL
@@ -208,11 +212,23 @@ public final class TransportService implements AutoCloseable {
     /** Records the device tier's path to NVMe as the engine runs it, for health and {@code /admin/backends}. */
     public void showDeviceStorage(DeviceStorage.View view) {
         this.deviceStorage = view;
+        this.liveRoute = null;
+    }
+
+    /**
+     * As {@link #showDeviceStorage(DeviceStorage.View)}, the route read from {@code route} each time it is
+     * shown: the engine's direct path says there whether its copier is failing.
+     */
+    public void showDeviceStorage(DeviceStorage.View view, Supplier<String> route) {
+        this.deviceStorage = view;
+        this.liveRoute = route;
     }
 
     /** The device tier's path to NVMe: what was decided and what the engine does. */
     public DeviceStorage.View deviceStorage() {
-        return deviceStorage;
+        DeviceStorage.View view = deviceStorage;
+        Supplier<String> route = liveRoute;
+        return route == null ? view : view.withRoute(route.get());
     }
 
     public boolean available() {
