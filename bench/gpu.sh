@@ -94,7 +94,8 @@ JSON
         io.kvstore.ffm.cuda.CudaRuntimeTest io.kvstore.ffm.cufile.CuFileTest \
         io.kvstore.tier.device.CudaDeviceCopierTest io.kvstore.tier.device.DeviceTierTest \
         io.kvstore.transfer.local.GdsCopierTest io.kvstore.transfer.local.CuFileDeviceFileCopierTest \
-        io.kvstore.engine.DeviceStoragePathTest) 2>&1 | tee "$out/tests.txt" || status=1
+        io.kvstore.engine.DeviceStoragePathTest io.kvstore.engine.DeviceStorageCopierFailureTest) 2>&1 \
+        | tee "$out/tests.txt" || status=1
     (cd "$here" && "${java[@]}" io.kvstore.bench.gpu.GdsLoad "$KVSTORE_GDS_DIR" 2 "${GDS_LOAD_MIB:-1024}" \
         "${GDS_LOAD_ROUNDS:-3}") 2>&1 | tee "$out/gds-load.txt" || status=1
     local gdsio

@@ -162,7 +162,10 @@ public final class GdsLoad {
 
     private static long crc(MemorySegment segment) {
         CRC32C crc = new CRC32C();
-        crc.update(segment.asByteBuffer());
+        for (long at = 0; at < segment.byteSize(); at += 1L << 30) { // a ByteBuffer holds under 2 GiB
+            crc.update(segment.asSlice(at, Math.min(1L << 30, segment.byteSize() - at))
+                    .asByteBuffer());
+        }
         return crc.getValue();
     }
 }
