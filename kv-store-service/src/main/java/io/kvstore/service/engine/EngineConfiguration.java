@@ -174,9 +174,7 @@ public class EngineConfiguration {
             opened = DeviceStorage.open(
                     decision,
                     device,
-                    properties.tiers().nvme().enabled()
-                            ? nvmeConfig(properties).paths().getFirst()
-                            : null);
+                    properties.tiers().nvme().enabled() ? nvmeConfig(properties).paths() : List.of());
             provider = device.provider();
         } else {
             decision = transport.decideEmulatedDevice(backends.resolved());

@@ -15,6 +15,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,16 +72,16 @@ public final class DeviceStorage {
     public static final String THROUGH_DRAM = "HBM demotes to DRAM and DRAM to NVMe, through host memory";
 
     /**
-     * Opens the copier {@code decision} names for {@code hbm}'s device memory and {@link #probe}s it in
-     * {@code nvmeDir} (the NVMe tier's first directory; null without an NVMe tier). Through host memory (a
+     * Opens the copier {@code decision} names for {@code hbm}'s device memory and {@link #probe}s it in each
+     * of {@code nvmeDirs} (the NVMe tier's directories; empty without an NVMe tier). Through host memory (a
      * null copier) when the decision is {@code THROUGH_HOST}, when there is no NVMe tier, or when the copier
-     * cannot be opened or fails its probe (one WARN line with the reason).
+     * cannot be opened or fails its probe in any directory (one WARN line with the reason).
      */
-    public static Opened open(DevicePathChoice.Decision decision, DeviceTier hbm, Path nvmeDir) {
+    public static Opened open(DevicePathChoice.Decision decision, DeviceTier hbm, List<Path> nvmeDirs) {
         if (decision.storage() == StoragePath.THROUGH_HOST) {
             return new Opened(null, THROUGH_DRAM);
         }
-        if (nvmeDir == null) {
+        if (nvmeDirs.isEmpty()) {
             return new Opened(null, "no NVMe tier (kvstore.tiers.nvme.enabled=false); HBM demotes to DRAM");
         }
         try {
@@ -89,7 +90,7 @@ public final class DeviceStorage {
                     : new NixlDeviceFileCopier(
                             decision.nixlBackend(), Nixl.VRAM_SEG, hbm.region(), 0, Duration.ofSeconds(60));
             try {
-                probe(copier, nvmeDir);
+                probe(copier, nvmeDirs);
             } catch (IOException | RuntimeException e) {
                 copier.close();
                 throw new IllegalStateException("its start-up probe failed: " + e.getMessage(), e);
@@ -102,6 +103,21 @@ public final class DeviceStorage {
                     e.getMessage());
             return new Opened(
                     null, decision.storage() + " could not be opened (" + e.getMessage() + "); " + THROUGH_DRAM);
+        }
+    }
+
+    /**
+     * {@link #probe(DeviceFileCopier, Path)} in each directory: block files live in all of them, and a drive
+     * GPUDirect Storage cannot reach (another filesystem, a device cuFile cannot describe) fails here by name
+     * rather than at run time, where the engine would move its blocks through host memory.
+     */
+    public static void probe(DeviceFileCopier copier, List<Path> dirs) throws IOException {
+        for (Path dir : dirs) {
+            try {
+                probe(copier, dir);
+            } catch (IOException | RuntimeException e) {
+                throw new IOException("in " + dir + ": " + e.getMessage(), e);
+            }
         }
     }
 

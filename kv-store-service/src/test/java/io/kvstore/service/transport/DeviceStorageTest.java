@@ -14,12 +14,15 @@ import io.kvstore.nixl.DevicePathChoice.StoragePath;
 import io.kvstore.nixl.NixlBackendProbe;
 import io.kvstore.tier.device.DeviceTier;
 import io.kvstore.tier.device.EmulatedDeviceCopier;
+import io.kvstore.tier.nvme.DeviceFileCopier;
 import io.kvstore.transfer.nixl.NixlDeviceFileCopier;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -40,7 +43,7 @@ class DeviceStorageTest {
     @Test
     void throughHostHandsTheEngineNoCopier() {
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.THROUGH_HOST), hbm, dir);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.THROUGH_HOST), hbm, List.of(dir));
             assertThat(opened.copier()).isNull();
             assertThat(opened.route()).isEqualTo(DeviceStorage.THROUGH_DRAM);
         }
@@ -49,7 +52,7 @@ class DeviceStorageTest {
     @Test
     void aGdsPathWithoutAnNvmeTierHandsNoCopierAndSaysWhy() {
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, null);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, List.of());
             assertThat(opened.copier()).isNull();
             assertThat(opened.route()).contains("no NVMe tier");
         }
@@ -59,7 +62,7 @@ class DeviceStorageTest {
     void aCopierThatCannotOpenFallsBackThroughDramAndSaysWhy() {
         assumeFalse(CuFile.availability().available(), "libcufile loads here; this test needs it missing");
         try (DeviceTier hbm = new DeviceTier(TierId.HBM, new EmulatedDeviceCopier(1 << 20), 1 << 18)) {
-            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, dir);
+            DeviceStorage.Opened opened = DeviceStorage.open(decision(StoragePath.CUFILE), hbm, List.of(dir));
             assertThat(opened.copier()).isNull();
             assertThat(opened.route())
                     .startsWith("CUFILE could not be opened (")
@@ -98,5 +101,49 @@ class DeviceStorageTest {
                     .hasMessageContaining("NO_SUCH_BACKEND");
         }
         assertThat(Files.exists(dir.resolve(".device-storage-probe"))).isFalse();
+    }
+
+    /** Records the files it is handed and copies nothing: the probe's walk over directories is under test. */
+    private static final class RecordingCopier implements DeviceFileCopier {
+        final List<String> written = new CopyOnWriteArrayList<>();
+
+        @Override
+        public String name() {
+            return "recording copier";
+        }
+
+        @Override
+        public boolean standIn() {
+            return true;
+        }
+
+        @Override
+        public void write(long deviceOffset, BlockFile file, long fileOffset, long length) {
+            written.add(file.path());
+        }
+
+        @Override
+        public void read(BlockFile file, long fileOffset, long deviceOffset, long length) {}
+
+        @Override
+        public void close() {}
+    }
+
+    @Test
+    void theProbeTriesEveryNvmeDirectoryAndNamesTheOneThatFails() throws Exception {
+        Path first = dir.resolve("nvme0");
+        Path second = dir.resolve("nvme1");
+        RecordingCopier copier = new RecordingCopier();
+
+        DeviceStorage.probe(copier, List.of(first, second));
+        assertThat(copier.written)
+                .containsExactly(
+                        first.resolve(".device-storage-probe").toString(),
+                        second.resolve(".device-storage-probe").toString());
+
+        Path notADirectory = Files.writeString(dir.resolve("a-file"), "x").resolve("nvme2");
+        assertThatThrownBy(() -> DeviceStorage.probe(copier, List.of(first, notADirectory)))
+                .isInstanceOf(java.io.IOException.class)
+                .hasMessageContaining(notADirectory.toString());
     }
 }
