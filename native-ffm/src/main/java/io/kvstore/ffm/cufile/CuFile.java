@@ -201,10 +201,31 @@ public final class CuFile {
             descr.set(JAVA_INT, DESCR.byteOffset(MemoryLayout.PathElement.groupElement("type")), HANDLE_TYPE_OPAQUE_FD);
             descr.set(JAVA_INT, DESCR.byteOffset(MemoryLayout.PathElement.groupElement("handle")), fd);
             MemorySegment out = arena.allocate(ADDRESS);
-            check("cuFileHandleRegister(fd " + fd + ", " + path + ")", a ->
-                    (MemorySegment) handleRegister.invokeExact((SegmentAllocator) a, out, descr));
+            try {
+                check("cuFileHandleRegister(fd " + fd + ", " + path + ")", a ->
+                        (MemorySegment) handleRegister.invokeExact((SegmentAllocator) a, out, descr));
+            } catch (CuFileException refused) {
+                throw explained(refused);
+            }
             return new CuFileHandle(this, out.get(ADDRESS, 0), fd, path);
         }
+    }
+
+    /**
+     * {@code refused}, with where to look and the usual cause when it is a file cuFile could not register: cuFile
+     * looks the file's block device up in udev's database, which a container or VM without udev lacks (seen on a
+     * GPU VM: every registration failed so, compatibility mode or not; docs/nvme.md).
+     */
+    static CuFileException explained(CuFileException refused) {
+        if (refused.error() != CuFileStatus.HANDLE_NOT_REGISTERED) {
+            return refused;
+        }
+        return new CuFileException(
+                refused.getMessage()
+                        + "; cufile.log says why. Often cuFile cannot describe the file's block device: udev has no"
+                        + " entry for it under /run/udev (a container without the host's /run/udev mounted, a VM"
+                        + " without udev)",
+                refused.error());
     }
 
     void deregister(MemorySegment handle) {

@@ -12,6 +12,8 @@ final class CuFileStatus {
     static final int BASE = 5000;
     /** CU_FILE_CUDA_DRIVER_ERROR: the CUresult in cu_err says what went wrong. */
     static final int CUDA_DRIVER_ERROR = BASE + 11;
+    /** CU_FILE_HANDLE_NOT_REGISTERED: cuFileHandleRegister refused the file (cufile.log says why). */
+    static final int HANDLE_NOT_REGISTERED = BASE + 27;
 
     private static final Map<Integer, String> NAMES = Map.ofEntries(
             Map.entry(0, "CU_FILE_SUCCESS"),

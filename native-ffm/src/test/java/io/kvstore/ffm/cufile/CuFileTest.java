@@ -72,6 +72,20 @@ class CuFileTest {
         assertThat(CuFileStatus.name(5011)).isEqualTo("CU_FILE_CUDA_DRIVER_ERROR");
     }
 
+    @Test
+    void aFileCuFileCannotRegisterSaysWhereToLookAndTheUsualCause() {
+        CuFileException refused = new CuFileException(
+                "cuFileHandleRegister(fd 52, /var/tmp/blocks) failed: CU_FILE_HANDLE_NOT_REGISTERED (5027)", 5027);
+        assertThat(CuFile.explained(refused))
+                .hasMessageStartingWith(refused.getMessage())
+                .hasMessageContaining("cufile.log")
+                .hasMessageContaining("/run/udev")
+                .satisfies(e -> assertThat(((CuFileException) e).error()).isEqualTo(5027));
+        CuFileException other =
+                new CuFileException("cuFileHandleRegister(fd 52, x) failed: CU_FILE_INVALID_VALUE", 5022);
+        assertThat(CuFile.explained(other)).isSameAs(other);
+    }
+
     private static void assumeGds() {
         assumeTrue(CuFile.availability().available(), () -> "skipped: " + CuFile.availability());
         assumeTrue(CudaRuntime.availability().available(), () -> "skipped: " + CudaRuntime.availability());
