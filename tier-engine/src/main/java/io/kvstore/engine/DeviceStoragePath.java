@@ -172,6 +172,12 @@ final class DeviceStoragePath {
         }
     }
 
+    /** One call of the copier. */
+    @FunctionalInterface
+    private interface Copy {
+        void run() throws IOException;
+    }
+
     /**
      * The copier, its failures thrown as {@link CopierFailure} so that they can be told from the tiers', and
      * its first copy after a failure reported as the path working again.
@@ -190,18 +196,17 @@ final class DeviceStoragePath {
 
         @Override
         public void write(long deviceOffset, BlockFile file, long fileOffset, long length) throws IOException {
-            try {
-                copier.write(deviceOffset, file, fileOffset, length);
-            } catch (IOException | RuntimeException e) {
-                throw new CopierFailure(e);
-            }
-            works();
+            marked(() -> copier.write(deviceOffset, file, fileOffset, length));
         }
 
         @Override
         public void read(BlockFile file, long fileOffset, long deviceOffset, long length) throws IOException {
+            marked(() -> copier.read(file, fileOffset, deviceOffset, length));
+        }
+
+        private void marked(Copy copy) throws IOException {
             try {
-                copier.read(file, fileOffset, deviceOffset, length);
+                copy.run();
             } catch (IOException | RuntimeException e) {
                 throw new CopierFailure(e);
             }

@@ -2,14 +2,11 @@ package io.kvstore.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.kvstore.block.BlockHash;
 import io.kvstore.block.BlockKey;
 import io.kvstore.block.TierId;
 import io.kvstore.tier.nvme.StandInDeviceFileCopier;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -44,24 +41,11 @@ class DeviceStorageCopierFailureTest {
     }
 
     private List<BlockKey> putChain(TierEngine engine, long first, int count) throws Exception {
-        List<BlockKey> keys = new ArrayList<>();
-        BlockHash parent = null;
-        for (long id = first; id < first + count; id++) {
-            BlockKey key = TestBlocks.key("f", id);
-            engine.put(key, parent, TestBlocks.bytes(arena, id, BLOCK));
-            keys.add(key);
-            parent = key.hash();
-        }
-        engine.awaitMoves();
-        return keys;
+        return DeviceStoragePathTest.putChain(engine, arena, "f", first, count);
     }
 
     private void assertReadsBack(TierEngine engine, BlockKey key, long id) throws Exception {
-        MemorySegment dst = arena.allocate(BLOCK);
-        engine.get(key, dst);
-        assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)))
-                .as("block %d", id)
-                .isEqualTo(-1);
+        DeviceStoragePathTest.assertReadsBack(engine, arena, key, id);
     }
 
     @Test

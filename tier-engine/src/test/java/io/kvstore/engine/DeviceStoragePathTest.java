@@ -129,10 +129,20 @@ class DeviceStoragePathTest {
     }
 
     private List<BlockKey> putChain(TierEngine engine, int count) throws Exception {
+        return putChain(engine, arena, "m", 1, count);
+    }
+
+    private void assertReadsBack(TierEngine engine, BlockKey key, long id) throws Exception {
+        assertReadsBack(engine, arena, key, id);
+    }
+
+    /** Stores blocks {@code first} to {@code first + count - 1} of {@code namespace} as one chain; waits for moves. */
+    static List<BlockKey> putChain(TierEngine engine, Arena arena, String namespace, long first, int count)
+            throws Exception {
         List<BlockKey> keys = new ArrayList<>();
         BlockHash parent = null;
-        for (long id = 1; id <= count; id++) {
-            BlockKey key = TestBlocks.key("m", id);
+        for (long id = first; id < first + count; id++) {
+            BlockKey key = TestBlocks.key(namespace, id);
             engine.put(key, parent, TestBlocks.bytes(arena, id, BLOCK));
             keys.add(key);
             parent = key.hash();
@@ -141,7 +151,8 @@ class DeviceStoragePathTest {
         return keys;
     }
 
-    private void assertReadsBack(TierEngine engine, BlockKey key, long id) throws Exception {
+    /** Reads {@code key} through the engine and checks it holds block {@code id}'s bytes. */
+    static void assertReadsBack(TierEngine engine, Arena arena, BlockKey key, long id) throws Exception {
         MemorySegment dst = arena.allocate(BLOCK);
         engine.get(key, dst);
         assertThat(dst.mismatch(TestBlocks.bytes(arena, id, BLOCK)))
