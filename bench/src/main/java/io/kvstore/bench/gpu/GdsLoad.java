@@ -96,24 +96,8 @@ public final class GdsLoad {
                     LibC.preadFully(fd, pinned.asSlice(b * block, block), b * block, name);
                 }
             };
-            Pass toHost = () -> {
-                for (int b = 0; b < blocks; b++) {
-                    cuda.memcpy(
-                            pinned.asSlice(b * block, block),
-                            vram.asSlice(b * block, block),
-                            block,
-                            CopyKind.DEVICE_TO_HOST);
-                }
-            };
-            Pass toDevice = () -> {
-                for (int b = 0; b < blocks; b++) {
-                    cuda.memcpy(
-                            vram.asSlice(b * block, block),
-                            pinned.asSlice(b * block, block),
-                            block,
-                            CopyKind.HOST_TO_DEVICE);
-                }
-            };
+            Pass toHost = () -> copyBlocks(cuda, pinned, vram, blocks, block, CopyKind.DEVICE_TO_HOST);
+            Pass toDevice = () -> copyBlocks(cuda, vram, pinned, blocks, block, CopyKind.HOST_TO_DEVICE);
             String[] names = {
                 "cuFile write (VRAM -> file)", "cuFile read (file -> VRAM)",
                 "via pinned host, write", "via pinned host, read",
@@ -157,6 +141,14 @@ public final class GdsLoad {
             LibC.close(fd);
             cufile.driverClose();
             Files.deleteIfExists(path);
+        }
+    }
+
+    /** Copies the working set block by block, one cudaMemcpy a block, as the tier moves blocks. */
+    private static void copyBlocks(
+            CudaRuntime cuda, MemorySegment to, MemorySegment from, int blocks, long block, CopyKind kind) {
+        for (int b = 0; b < blocks; b++) {
+            cuda.memcpy(to.asSlice(b * block, block), from.asSlice(b * block, block), block, kind);
         }
     }
 
