@@ -12,9 +12,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
-import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,8 +30,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>When the copier itself fails (cuFile cannot register a block file, a NIXL backend errors), the move goes
  * through host memory instead, checked there as on any other route, so HBM never fills up for want of a
- * copier: counted, said once when it starts failing and once when it works again, and shown in {@link
- * #describe}. Every move tries the copier first.
+ * copier: counted, said when it starts failing and when it works again (at most once a minute: {@link
+ * FailureNotices}), and shown in {@link #describe}. Every move tries the copier first.
  */
 final class DeviceStoragePath {
 
@@ -43,7 +42,7 @@ final class DeviceStoragePath {
     private final DeviceFileCopier copier;
     private final DeviceFileCopier marked;
     private final boolean readBack;
-    private final AtomicReference<@Nullable String> failing = new AtomicReference<>();
+    private final FailureNotices failing = new FailureNotices(TimeUnit.MINUTES.toNanos(1));
     private final LongAdder fallbacks = new LongAdder();
 
     DeviceStoragePath(DeviceTier device, NvmeTier nvme, DeviceFileCopier copier, boolean readBack) {
@@ -127,7 +126,7 @@ final class DeviceStoragePath {
      * copier is failing (moves then go through host memory).
      */
     String describe() {
-        String why = failing.get();
+        String why = failing.failing();
         return copier.name()
                 + (copier.standIn() ? " (stand-in, not GPUDirect Storage)" : "")
                 + (readBack ? ", demotions read back" : ", demotions keep the CRC32C taken in host memory")
@@ -141,17 +140,18 @@ final class DeviceStoragePath {
 
     private void fellBack(CopierFailure failed, int blocks) {
         fallbacks.add(blocks);
-        String why = failed.getMessage();
-        if (failing.getAndSet(why) == null) {
+        if (failing.failed(failed.getMessage(), System.nanoTime())) {
             log.warn(
-                    "device storage: {} fails ({}); HBM and NVMe move blocks through host memory until it works again",
+                    "device storage: {} fails ({}); HBM and NVMe move blocks through host memory until it works again"
+                            + " ({} moves so far; at most one such line a minute)",
                     copier.name(),
-                    why);
+                    failed.getMessage(),
+                    fallbacks.sum());
         }
     }
 
     private void works() {
-        if (failing.get() != null && failing.getAndSet(null) != null) {
+        if (failing.worked()) {
             log.info("device storage: {} works again; HBM and NVMe move blocks straight to each other", copier.name());
         }
     }
