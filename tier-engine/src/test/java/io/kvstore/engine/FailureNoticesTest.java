@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
-/** When a failing copier is worth a log line: once when it starts failing, once when it works again, never per block. */
+/**
+ * When a failing copier is worth a log line: once when it starts failing, once when it works again, never per
+ * block.
+ */
 class FailureNoticesTest {
 
     private static final long MINUTE = Duration.ofMinutes(1).toNanos();
