@@ -594,5 +594,6 @@ public final class TierEngine implements AutoCloseable {
         }
         mover.close();
         stack.close();
+        log.info("tier engine closed: tiers {} released", stack.ids());
     }
 }

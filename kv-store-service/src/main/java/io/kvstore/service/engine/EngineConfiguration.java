@@ -185,6 +185,24 @@ public class EngineConfiguration {
         return opened;
     }
 
+    /**
+     * Releases the tiers' registrations with the one-sided transport ({@link TransportService#detach}) before
+     * the engine frees their memory: this bean needs the engine, so Spring destroys it before the engine, while
+     * the transport, which the engine needs, closes after both.
+     */
+    @Bean
+    TransportDetach transportDetach(TransportService transport, TierEngine engine) {
+        return new TransportDetach(transport);
+    }
+
+    /** {@link #transportDetach}: its close detaches the transport. */
+    record TransportDetach(TransportService transport) implements AutoCloseable {
+        @Override
+        public void close() {
+            transport.detach();
+        }
+    }
+
     @Bean
     TierGauges tierGauges(TierEngine engine) {
         return new TierGauges(engine);

@@ -300,15 +300,31 @@ public final class TransportService implements AutoCloseable {
         return region.segment().address() + offset;
     }
 
+    /**
+     * Releases the registrations of tier memory this service made (the DRAM tier's, when the tier allocated it;
+     * the HBM tier's VRAM_SEG), before the engine frees that memory at shutdown: a peer's one-sided access after
+     * this fails at the transport rather than reaching memory the process gave back. A region UCX allocated for
+     * the tier is the tier's own and goes with it.
+     */
+    public synchronized void detach() {
+        LocalRegion device = deviceRegion;
+        if (device != null) {
+            deviceRegion = null;
+            device.close();
+            log.info("one-sided transport: the HBM tier's registration released before the tier closes");
+        }
+        LocalRegion dram = region;
+        if (ownsRegion && dram != null) {
+            ownsRegion = false;
+            dram.close();
+            log.info("one-sided transport: the {} tier's registration released before the tier closes", TIER);
+        }
+    }
+
     @Override
     public void close() {
         if (engine != null) {
-            if (deviceRegion != null) {
-                deviceRegion.close();
-            }
-            if (ownsRegion && region != null) {
-                region.close();
-            }
+            detach(); // done already at an orderly shutdown (TransportDetach)
             engine.close(); // a UCX-allocated tier region was freed with its tier, which closes first
         }
     }
