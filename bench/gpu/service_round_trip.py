@@ -27,6 +27,18 @@ cmd = [os.path.join(here, "jre/bin/java"), "@configs/jvm.options", "--enable-nat
 log = open(os.path.join(out, "service.log"), "w")
 svc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
 base = "http://127.0.0.1:%d" % port
+TIER_METRICS = re.compile(
+    r"kvstore_(tier_blocks|tier_degraded|device_storage_fallbacks_total|demotions_total|promotions_total"
+    r"|checksum_failures_total)"
+)
+
+
+def show_tier_metrics():
+    for line in get("/actuator/prometheus").splitlines():
+        if TIER_METRICS.match(line):
+            print(" ", line)
+
+
 def get(path, token=None):
     req = urllib.request.Request(base + path, headers={"Authorization": "Bearer " + token} if token else {})
     with urllib.request.urlopen(req, timeout=30) as r:
@@ -59,20 +71,14 @@ try:
         parent = h
     print("stored %d blocks of %d MiB in %.1f s" % (blocks, block_mib, time.time() - t0))
     time.sleep(3)
-    metrics = get("/actuator/prometheus")
-    for line in metrics.splitlines():
-        if re.match(r"kvstore_(tier_blocks|device_storage_fallbacks_total|demotions_total|promotions_total|checksum_failures_total|tier_degraded)", line):
-            print(" ", line)
+    show_tier_metrics()
     bad, t0 = 0, time.time()
     for i, (h, digest) in enumerate(hashes):
         got = c.fetch("gpu", [h])[0]
         if hashlib.sha256(bytes(got)).hexdigest() != digest:
             bad += 1
     print("fetched %d blocks in %.1f s, %d differ" % (len(hashes), time.time() - t0, bad))
-    metrics = get("/actuator/prometheus")
-    for line in metrics.splitlines():
-        if re.match(r"kvstore_(tier_blocks|device_storage_fallbacks_total|demotions_total|promotions_total|checksum_failures_total)", line):
-            print(" ", line)
+    show_tier_metrics()
     print("health after:", get("/actuator/health"))
     if bad:
         sys.exit(1)
