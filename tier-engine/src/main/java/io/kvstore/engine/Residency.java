@@ -467,7 +467,19 @@ final class Residency {
      * A block whose copies were dropped by a delete: per tier whose bit it cleared, the copy still to be freed
      * ({@link BlockTier#copyOf}; {@link BlockTier#NO_COPY} when the tier had dropped it itself).
      */
-    private record Deleted(CatalogEntry entry, Map<TierId, Long> had) {}
+    private record Deleted(CatalogEntry entry, Map<TierId, Long> had) {
+
+        /** The tiers that have a slot to free: not those that had dropped their copy themselves. */
+        List<TierId> freeing() {
+            List<TierId> tiers = new ArrayList<>(had.size());
+            had.forEach((t, copy) -> {
+                if (copy != BlockTier.NO_COPY) {
+                    tiers.add(t);
+                }
+            });
+            return tiers;
+        }
+    }
 
     /** Clears every tier bit of the block's entry; null when it has no entry. */
     private @Nullable Deleted dropAll(BlockKey key) {
@@ -488,8 +500,11 @@ final class Residency {
             for (TierId t : tiers) {
                 // the copy the bit stood for: the entry leaves the catalog only after this monitor, so no copy of a
                 // new entry of the key is written yet (see #drop)
-                had.put(t, stack.get(t).copyOf(key));
-                slotsBeingFreed.begin(t); // being freed until the last reader left, as in #drop
+                long copy = stack.get(t).copyOf(key);
+                had.put(t, copy);
+                if (copy != BlockTier.NO_COPY) {
+                    slotsBeingFreed.begin(t); // being freed until the last reader left, as in #drop
+                }
                 events.copyRemoved(t, key, entry.length());
             }
         }
@@ -519,7 +534,7 @@ final class Residency {
         for (Deleted d : deleted) {
             BlockKey key = d.entry().key();
             d.entry().endRead(); // kept since #dropAll
-            slotsBeingFreed.endWhenNoReaders(d.entry(), d.had().keySet(), () -> {
+            slotsBeingFreed.endWhenNoReaders(d.entry(), d.freeing(), () -> {
                 d.had().forEach((t, copy) -> stack.freeCopy(t, key, copy));
                 catalog.removeIfDead(d.entry());
             });
