@@ -50,8 +50,8 @@ import org.slf4j.LoggerFactory;
  * forgets it: UCX's {@code ucp_request_cancel} does not stop an RMA get or put), so a request past its
  * deadline stays polled and its future fails with the timeout once NIXL reports it finished or failed.
  * Until a post's future completes, whatever the outcome, the local spans are NIXL's: neither reuse nor
- * free them. UCX's peer-failure detection bounds the wait, and closing destroys the agent (its UCX
- * workers) before it fails what is still in flight.
+ * free them. UCX's peer-failure detection bounds the wait. Closing lets what is in flight finish, for 5 s
+ * at most, then destroys the agent (its UCX workers) before it fails what is still in flight.
  *
  * <p>The progress thread owns the agent's end: {@link #close()} stops it, and it waits for the posts,
  * connects and address reads under way, then destroys the agent, never while it or a post still calls into
@@ -206,6 +206,9 @@ public final class NixlTransferEngine implements TransferEngine {
     }
 
     private static final long WIRE_UP_SETTLE_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
+    /** How long closing lets the transfers in flight finish before it destroys the agent under them. */
+    private static final long CLOSE_DRAIN_NANOS = TimeUnit.SECONDS.toNanos(5);
+
     private volatile long lastConnectNanos;
     /** When this agent's address was last handed out: a peer may be wiring up a connection to it since. */
     private volatile long lastAddressNanos;
@@ -382,15 +385,17 @@ public final class NixlTransferEngine implements TransferEngine {
     }
 
     /**
-     * Destroys the agent once no post is under way (one that began before close queues its request), then
-     * fails what was still in flight: destroying the agent (its UCX workers) stops those transfers;
-     * releasing them would not, so they are only abandoned right before it.
+     * Destroys the agent once no post is under way (one that began before close queues its request) and the
+     * transfers in flight finished, or {@link #CLOSE_DRAIN_NANOS} passed; then fails what was still in flight:
+     * destroying the agent (its UCX workers) stops those transfers; releasing them would not, so they are only
+     * abandoned right before it.
      */
     private void end(List<InFlight> active) {
         closed.set(true); // also when the loop ended otherwise
         posting.closeAndAwait(); // no post begins after this
         submitted.drainTo(active);
         try {
+            drain(active);
             letWireUpSettle();
             active.forEach(this::abandon);
             backends.values().forEach(NixlBackend::close);
@@ -404,6 +409,35 @@ public final class NixlTransferEngine implements TransferEngine {
                         .completeExceptionally(new TransferException(
                                 "NIXL " + work.description() + " was abandoned: the engine closed"));
             }
+        }
+    }
+
+    /**
+     * Polls the transfers in flight at close until they ended or {@link #CLOSE_DRAIN_NANOS} passed. Why: a
+     * transfer that finishes reports its outcome instead of failing as abandoned, and UCX 1.13 may abort the
+     * process when an agent is destroyed under a request in flight (an assertion in {@code ucp_ep.c}).
+     */
+    private void drain(List<InFlight> active) {
+        if (active.isEmpty()) {
+            return;
+        }
+        int atClose = active.size();
+        long start = System.nanoTime();
+        while (!active.isEmpty() && System.nanoTime() - start < CLOSE_DRAIN_NANOS) {
+            for (ListIterator<InFlight> it = active.listIterator(); it.hasNext(); ) {
+                poll(it, it.next());
+            }
+            Thread.onSpinWait();
+        }
+        if (active.isEmpty()) {
+            LOG.info("NIXL agent {}: the {} transfer(s) in flight at close ended", agent.name(), atClose);
+        } else {
+            LOG.warn(
+                    "NIXL agent {}: {} of {} transfer(s) in flight at close still running after {} ms; abandoned",
+                    agent.name(),
+                    active.size(),
+                    atClose,
+                    TimeUnit.NANOSECONDS.toMillis(CLOSE_DRAIN_NANOS));
         }
     }
 
