@@ -184,20 +184,13 @@ class NixlTransferEngineTest {
         try (Arena arena = Arena.ofShared();
                 NixlTransferEngine store =
                         new NixlTransferEngine("kvstore-draining-store", backends, Duration.ofSeconds(30))) {
-            NixlTransferEngine engine = new NixlTransferEngine("kvstore-draining", backends, Duration.ofSeconds(30));
             MemorySegment pool = arena.allocate(bytes, 4096);
             MemorySegment destination = arena.allocate(bytes, 4096);
             Patterns.fill(pool, 17);
             try (LocalRegion poolRegion = store.register(pool, MemoryKind.DRAM)) {
-                LocalRegion destinationRegion = engine.register(destination, MemoryKind.DRAM);
-                Peer peer = engine.connect("store", store.localAddress());
-                var read = engine.post(
-                        TransferOp.READ,
-                        destinationRegion,
-                        peer,
-                        poolRegion.describe(),
-                        List.of(new TransferSpan(0, 0, bytes)));
-                engine.close();
+                Reader reader = Reader.of("kvstore-draining", backends, store, destination);
+                var read = reader.readWhole(poolRegion);
+                reader.engine().close();
                 assertThat(read).as("the read posted before close").isDone();
                 assertThat(read.get().bytes()).isEqualTo(bytes);
                 assertThat(crc(destination)).isEqualTo(crc(pool));
@@ -217,12 +210,11 @@ class NixlTransferEngineTest {
         try (Arena arena = Arena.ofShared();
                 NixlTransferEngine store =
                         new NixlTransferEngine("kvstore-overtaken-store", backends, Duration.ofSeconds(30))) {
-            NixlTransferEngine engine = new NixlTransferEngine("kvstore-overtaken", backends, Duration.ofSeconds(30));
             MemorySegment pool = arena.allocate(bytes, 4096);
             MemorySegment destination = arena.allocate(bytes, 4096);
             try (LocalRegion poolRegion = store.register(pool, MemoryKind.DRAM)) {
-                LocalRegion destinationRegion = engine.register(destination, MemoryKind.DRAM);
-                Peer peer = engine.connect("store", store.localAddress());
+                Reader reader = Reader.of("kvstore-overtaken", backends, store, destination);
+                NixlTransferEngine engine = reader.engine();
                 CountDownLatch posted = new CountDownLatch(1);
                 CountDownLatch resume = new CountDownLatch(1);
                 engine.beforeQueued = () -> {
@@ -230,12 +222,7 @@ class NixlTransferEngineTest {
                     awaitQuietly(resume);
                 };
                 CompletableFuture<CompletableFuture<TransferResult>> read =
-                        CompletableFuture.supplyAsync(() -> engine.post(
-                                TransferOp.READ,
-                                destinationRegion,
-                                peer,
-                                poolRegion.describe(),
-                                List.of(new TransferSpan(0, 0, bytes))));
+                        CompletableFuture.supplyAsync(() -> reader.readWhole(poolRegion));
                 assertThat(posted.await(30, TimeUnit.SECONDS))
                         .as("the read was in progress after its post")
                         .isTrue();
@@ -356,6 +343,26 @@ class NixlTransferEngineTest {
     }
 
     /** Repeats {@code call} until it is refused as closed; anything else it throws is {@code unexpected}. */
+    /** An engine with {@code destination} registered and connected to {@code store}: what a close test reads with. */
+    private record Reader(NixlTransferEngine engine, LocalRegion destination, Peer store) {
+
+        static Reader of(String name, Set<String> backends, NixlTransferEngine store, MemorySegment destination) {
+            NixlTransferEngine engine = new NixlTransferEngine(name, backends, Duration.ofSeconds(30));
+            LocalRegion region = engine.register(destination, MemoryKind.DRAM);
+            return new Reader(engine, region, engine.connect("store", store.localAddress()));
+        }
+
+        /** Posts one read of all of {@code pool} into the destination. */
+        CompletableFuture<TransferResult> readWhole(LocalRegion pool) {
+            return engine.post(
+                    TransferOp.READ,
+                    destination,
+                    store,
+                    pool.describe(),
+                    List.of(new TransferSpan(0, 0, destination.segment().byteSize())));
+        }
+    }
+
     private static void untilRefused(List<Throwable> unexpected, Runnable call) {
         while (true) {
             try {
