@@ -86,6 +86,22 @@ def test_chunks_round_trip_byte_exact_with_shape_dtype_and_format(service, ns, l
     loop.run_until_complete(c.close())
 
 
+def test_a_scheduler_connector_without_a_cpu_backend_answers_what_the_workers_stored(service, ns, loop):
+    """LMCache creates connectors in its scheduler role too, with no local CPU backend (None, wrapped as
+    SafeLocalCPUBackend, which cannot tell a chunk's size): that connector only asks what is stored."""
+    url = f"kvstore://127.0.0.1:{service.port}/{ns}"
+    scheduler = create_plugin_connector(url, loop, None, Config(), None)
+    keys = [Key(i) for i in range(6)]
+    assert loop.run_until_complete(scheduler.batched_async_contains("l0", keys)) == 0  # nothing declared yet
+    worker = connector(url, loop)
+    loop.run_until_complete(worker.batched_put(keys[:4], [chunk(i) for i in range(4)]))
+    assert loop.run_until_complete(scheduler.batched_async_contains("l1", keys)) == 4
+    assert scheduler.exists_sync(keys[3]) and not scheduler.exists_sync(keys[4])
+    assert scheduler.batched_contains(keys) == [True] * 4 + [False] * 2
+    for c in (scheduler, worker):
+        loop.run_until_complete(c.close())
+
+
 def test_list_names_every_chunk_in_kvstore_not_only_this_connectors(service, ns, loop):
     url = f"kvstore://127.0.0.1:{service.port}/{ns}"
     first, second = connector(url, loop), connector(url, loop)

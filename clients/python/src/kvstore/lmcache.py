@@ -20,6 +20,8 @@ LMCache/LMCache 0109660ce57fe9c046eb7953dfb56fb1e3c6d9fd and ``base_connector.py
 - ``list()`` names every chunk the namespace holds in kvstore, whoever stored it and whenever (kvstore's
   ``GET /v1/namespaces/{ns}/blocks``): keys this connector stored are known by hash; any other chunk is
   read (checksummed as every load) and named from its header.
+- LMCache's scheduler role creates connectors too, without a local CPU backend: such a connector answers
+  ``exists`` and ``contains`` (what the workers stored) and sizes no chunk.
 - The async methods run their HTTP and copies on a small thread pool (``run_in_executor``), never on
   LMCache's event loop. A chunk that cannot be read is ``None`` (LMCache recomputes it).
 
@@ -124,12 +126,31 @@ class KvStoreConnector(RemoteConnector):
         self.namespace = parsed.path.strip("/") or _keys.namespace_name(
             "lmcache", getattr(meta, "model_name", "model"), f"w{getattr(meta, 'worker_id', 0)}of"
             f"{getattr(meta, 'world_size', 1)}")
-        self.chunk_bytes = int(context.get_full_chunk_size_bytes())
-        self.block_bytes = HEADER + self.chunk_bytes
+        self._context = context
+        self._chunk_bytes: Optional[int] = None  # asked at first use (chunk_bytes)
         self._executor = ThreadPoolExecutor(max_workers=int(option("io_threads", 2)), thread_name_prefix="kvstore-lmc")
         self._path = None
         self._declared = False
         self._names: dict = {}  # hash -> key string, of chunks this connector put or named (for list())
+
+    @property
+    def chunk_bytes(self) -> int:
+        """A full chunk's bytes, as LMCache's local CPU backend tells them, asked at first use: in LMCache's
+        scheduler role there is no such backend (``SafeLocalCPUBackend``), and that connector only asks what
+        is stored, which needs no size."""
+        if self._chunk_bytes is None:
+            try:
+                self._chunk_bytes = int(self._context.get_full_chunk_size_bytes())
+            except (AttributeError, AssertionError, RuntimeError) as e:
+                raise KvStoreError(
+                    "this connector has no local CPU backend to size chunks by (LMCache's scheduler role): "
+                    "it answers exists and contains only"
+                ) from e
+        return self._chunk_bytes
+
+    @property
+    def block_bytes(self) -> int:
+        return HEADER + self.chunk_bytes
 
     # ------------------------------------------------------------------ RemoteConnector
 
