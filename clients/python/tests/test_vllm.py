@@ -19,7 +19,15 @@ import engines  # noqa: F401  (stand-ins on the path)
 import numpy as np
 import pytest
 
-from vllm.v1.kv_offload.base import LookupResult, ReqContext, ScheduleEndContext, make_offload_key
+from vllm.v1.kv_offload.base import (
+    Locality,
+    LookupResult,
+    ReqContext,
+    ScheduleEndContext,
+    TierFilter,
+    TierMatcher,
+    make_offload_key,
+)
 from vllm.v1.kv_offload.tiering.base import JobMetadata, SecondaryTierManager
 
 import kvstore
@@ -236,6 +244,26 @@ def test_keys_that_are_not_32_byte_hashes_are_hashed_and_still_round_trip(driver
     assert driver.lookup(keys, ReqContext("y")) == [LookupResult.HIT] * 5
     assert driver.wait(driver.job(keys, range(30, 35), True, ReqContext("y"))).success
     assert np.array_equal(driver.primary[0:5], driver.primary[30:35])
+
+
+def test_the_locality_tier_field_is_taken_and_left_unspecified_when_not_configured(service, ns):
+    """vLLM documents ``locality`` (LOCAL/REMOTE) as a field of every tier's entry and passes each field to
+    the tier's constructor; the tiering manager skips a tier a request's load filter does not allow
+    (``load_tier_filter.allows(tier.medium, tier.locality)``, tiering/manager.py)."""
+    only_local = TierFilter(matchers=(TierMatcher(locality=Locality.LOCAL),))
+    only_remote = TierFilter(matchers=(TierMatcher(locality=Locality.REMOTE),))
+    remote = Driver(service.url, ns, locality="REMOTE")
+    unspecified = Driver(service.url, ns)
+    try:
+        assert remote.tier.locality is Locality.REMOTE
+        assert not only_local.allows(remote.tier.medium, remote.tier.locality)
+        assert only_remote.allows(remote.tier.medium, remote.tier.locality)
+        assert unspecified.tier.locality is None  # as vLLM's own tiers: never inferred
+        assert only_local.allows(unspecified.tier.medium, unspecified.tier.locality)
+        assert only_remote.allows(unspecified.tier.medium, unspecified.tier.locality)
+    finally:
+        remote.tier.shutdown()
+        unspecified.tier.shutdown()
 
 
 def test_an_unreachable_service_is_misses_and_failed_jobs_not_errors(ns):

@@ -5,9 +5,14 @@ Targets vLLM's tiering interface of ``vllm/v1/kv_offload/tiering/base.py`` at up
 fork until merged). Loaded from configuration alone::
 
     --kv-transfer-config '{"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
-      "kv_connector_extra_config": {"cpu_bytes_to_use": 8000000000,
+      "kv_connector_extra_config": {"spec_name": "TieringOffloadingSpec", "cpu_bytes_to_use": 8000000000,
         "secondary_tiers": [{"type": "KvStoreTier", "module_path": "kvstore.vllm",
                              "url": "http://127.0.0.1:8080", "namespace": "llama-8b"}]}}'
+
+``spec_name`` must be ``TieringOffloadingSpec``: vLLM's default spec (``CPUOffloadingSpec``) ignores
+``secondary_tiers`` without a word. Every other key of the tier's entry is passed to ``KvStoreTier``:
+``url``, ``namespace``, ``token``, ``local`` (``auto``/``require``/``off``), ``io_threads``, ``hash_seed``,
+``timeout`` and vLLM's own ``locality`` (``LOCAL``/``REMOTE``, unspecified when left out).
 
 How it behaves, as the interface asks:
 
@@ -86,6 +91,7 @@ class KvStoreTier(SecondaryTierManager):
         io_threads: int = 2,
         hash_seed: str = "0",
         timeout: float = 60.0,
+        locality: Optional[str] = None,
     ) -> None:
         super().__init__(offloading_spec, primary_kv_view, tier_type)
         assert primary_kv_view.strides is not None
@@ -112,7 +118,9 @@ class KvStoreTier(SecondaryTierManager):
         # touched sequence (by its first key) how far it was recorded. Dropped when the request finishes
         self._parents: Dict[str, Dict[bytes, bytes]] = {}
         self._touched: Dict[str, Dict[bytes, Tuple[int, bytes]]] = {}
-        self.locality = Locality.LOCAL if local != "off" else None
+        # vLLM's tier field: LOCAL or REMOTE to the vLLM instance, unspecified (None) when not configured, as
+        # vLLM's own tiers; a request's load filter matches an unspecified tier whatever it asks for
+        self.locality = Locality(locality) if locality is not None else None
 
     # ------------------------------------------------------------------ the interface
 

@@ -23,12 +23,30 @@ class Locality(Enum):
     REMOTE = "REMOTE"
 
 
+class TierMatcher(NamedTuple):
+    medium: Optional[Medium] = None
+    locality: Optional[Locality] = None
+
+    def matches(self, medium, locality) -> bool:
+        """A field left None on either side matches anything."""
+        return (self.medium is None or medium is None or self.medium == medium) and (
+            self.locality is None or locality is None or self.locality == locality
+        )
+
+
+@dataclass(frozen=True)
 class TierFilter:
+    """Per-request filter of the tiers a load may use (the tiering manager skips a tier it does not allow)."""
+
+    matchers: tuple = ()
+
     def allows(self, medium, locality) -> bool:
-        return True
+        if self is TierFilter.ALL:
+            return True
+        return any(m.matches(medium, locality) for m in self.matchers)
 
 
-TierFilter.ALL = TierFilter()
+TierFilter.ALL = TierFilter(matchers=(TierMatcher(),))
 
 
 @dataclass
