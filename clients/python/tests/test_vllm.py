@@ -82,6 +82,28 @@ class Driver:
                 break
         return out
 
+    def sliding_window_lookup(self, keys, window, req, max_scans=100):
+        """The scheduler's lookup of a sliding-window group (offloading/scheduler.py, _sliding_window_lookup):
+        each step scans from the last key back, not stopping at a miss, for the last run of ``window`` hits;
+        a RETRY defers the answer to a later step. Each scan here runs after the tier's lookups sent at the
+        step before have come back. Returns (the end index of that run, or 0; scans it took)."""
+        self.tier.on_new_request(req)
+        for scans in range(1, max_scans + 1):
+            deferred, hits = False, 0
+            for idx in range(len(keys) - 1, -1, -1):
+                r = self.tier.lookup(keys[idx], req)
+                if r is LookupResult.RETRY:
+                    deferred, hits = True, 0
+                else:
+                    hits = hits + 1 if r is LookupResult.HIT else 0
+                if hits == window and not deferred:
+                    return idx + window, scans
+            if not deferred:
+                return hits, scans
+            self.tier.on_schedule_end(ScheduleEndContext((), ()))
+            self.tier.drain_jobs()
+        raise AssertionError(f"no answer after {max_scans} scans")
+
     def job(self, keys, rows, promotion, req):
         jid = self.next_job
         self.next_job += 1
@@ -244,6 +266,17 @@ def test_keys_that_are_not_32_byte_hashes_are_hashed_and_still_round_trip(driver
     assert driver.lookup(keys, ReqContext("y")) == [LookupResult.HIT] * 5
     assert driver.wait(driver.job(keys, range(30, 35), True, ReqContext("y"))).success
     assert np.array_equal(driver.primary[0:5], driver.primary[30:35])
+
+
+def test_a_sliding_window_scan_is_answered_in_a_few_steps_not_one_step_per_missing_block(driver):
+    """A sliding-window group is scanned from its last key back, through misses: a prompt whose first blocks
+    are stored and whose last 12 are new must not cost a scheduler step per missing block."""
+    keys = keys_of(16, "window")
+    fill(driver, range(4), 11)
+    assert driver.wait(driver.job(keys[:4], range(4), False, ReqContext("w0"))).success
+    end, scans = driver.sliding_window_lookup(keys, 2, ReqContext("w1"))
+    assert end == 4  # the window of 2 hits ending at the last stored block
+    assert scans <= 4, f"{scans} scheduler steps"
 
 
 def test_the_locality_tier_field_is_taken_and_left_unspecified_when_not_configured(service, ns):

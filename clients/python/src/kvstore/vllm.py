@@ -18,7 +18,9 @@ How it behaves, as the interface asks:
 
 - Every method returns at once; copies and HTTP calls run on a small thread pool. ``lookup`` answers
   RETRY while kvstore has not been asked yet, then HIT or MISS; lookups queued during a scheduler step
-  go to kvstore as one prefix lookup per request at the step's end (``on_schedule_end``).
+  go to kvstore as one prefix lookup per request at the step's end (``on_schedule_end``). vLLM scans a
+  sliding-window group from its last key back, through misses; the tier learns such groups from the scans
+  and answers their lookups whole, so a prompt's missing tail does not cost a step per block.
 - Keys: an ``OffloadKey`` is vLLM's block hash plus a 4-byte KV-cache group index. Each group is its own
   namespace (``<namespace>-g<idx>``), and the block hash is the kvstore hash (SHA-256 of it when it is
   not 32 bytes, e.g. xxhash).
@@ -118,6 +120,10 @@ class KvStoreTier(SecondaryTierManager):
         # touched sequence (by its first key) how far it was recorded. Dropped when the request finishes
         self._parents: Dict[str, Dict[bytes, bytes]] = {}
         self._touched: Dict[str, Dict[bytes, Tuple[int, bytes]]] = {}
+        # sliding-window groups (by their 4-byte index), learnt from vLLM's scans (_note_scan_locked); and per
+        # request and group, the keys asked in this scheduler step and whether one was answered MISS
+        self._sliding: set = set()
+        self._scanned: Dict[Tuple[str, bytes], Tuple[set, List[bool]]] = {}
         # vLLM's tier field: LOCAL or REMOTE to the vLLM instance, unspecified (None) when not configured, as
         # vLLM's own tiers; a request's load filter matches an unspecified tier whatever it asks for
         self.locality = Locality(locality) if locality is not None else None
@@ -131,6 +137,7 @@ class KvStoreTier(SecondaryTierManager):
         k = (req_context.req_id, bytes(key))
         with self._lock:
             known = self._known.setdefault(req_context.req_id, {}).get(k[1])
+            self._note_scan_locked(k[0], k[1], known)
             if known is not None:
                 return LookupResult.HIT if known else LookupResult.MISS
             if k not in self._asked:
@@ -195,6 +202,7 @@ class KvStoreTier(SecondaryTierManager):
 
     def on_schedule_end(self, context) -> None:
         with self._lock:
+            self._scanned.clear()
             for rid in [r for r, keys in self._queued.items() if keys]:
                 self._send_lookups_locked(rid)
 
@@ -243,6 +251,22 @@ class KvStoreTier(SecondaryTierManager):
                         known[k] = False
             self._finished.append(result)
 
+    def _note_scan_locked(self, rid: str, key: bytes, known: Optional[bool]) -> None:
+        """Learns which groups vLLM scans as sliding windows: it scans a full-attention group in prefix order
+        and stops at the first MISS, but a sliding-window group from its last key back, on through misses.
+        A key asked in the same step after a MISS of its request and group, and not asked before it (a
+        repeated prefix scan asks the same keys again), is such a scan. Lookups of those groups are then
+        answered whole (_lookup_batch), not up to the first miss: else each missing block costs a step."""
+        group = key[-4:]
+        asked, missed = self._scanned.setdefault((rid, group), (set(), [False]))
+        if missed[0] and key not in asked and group not in self._sliding:
+            self._sliding.add(group)
+            log.info("vLLM scans KV-cache group %d as a sliding window: its lookups are answered whole",
+                     int.from_bytes(group, "big"))
+        asked.add(key)
+        if known is False:
+            missed[0] = True
+
     def _send_lookups_locked(self, rid: str) -> None:
         keys = self._queued.pop(rid, [])
         if keys:
@@ -265,21 +289,29 @@ class KvStoreTier(SecondaryTierManager):
                     known[k] = answers[k]
 
     def _lookup_batch(self, rid: str, keys: List[bytes]) -> Dict[bytes, bool]:
-        """One prefix lookup per group, in the order vLLM asked: the matched ones are stored, the next is
-        not; keys after it stay unknown (asked again if vLLM asks)."""
+        """A prefix lookup per group, in the order vLLM asked: the matched ones are stored, the next is not.
+        In a full-attention group the keys after it stay unknown (vLLM stops at that miss, and asks again if
+        it wants more); a sliding-window group's are looked up on, each lookup from the key after the miss,
+        until every key is answered."""
         answers: Dict[bytes, bool] = {}
         for group, members in _by_group(keys).items():
-            try:
-                n = self._client.lookup(
-                    self._ns(group), block_hashes=[_keys.block_hash(_split(k)[0]) for k in members]
-                ).matched_blocks
-            except NotFound:
-                n = 0  # the namespace does not exist yet: nothing stored
-            except KvStoreError as e:
-                log.warning("kvstore lookup failed (%s); reporting misses", e)
-                n = 0
-            for i, k in enumerate(members[: n + 1]):
-                answers[k] = i < n
+            sliding = members[0][-4:] in self._sliding
+            while members:
+                try:
+                    n = self._client.lookup(
+                        self._ns(group), block_hashes=[_keys.block_hash(_split(k)[0]) for k in members]
+                    ).matched_blocks
+                except NotFound:  # the namespace does not exist yet: nothing stored
+                    for k in members:
+                        answers[k] = False
+                    break
+                except KvStoreError as e:
+                    log.warning("kvstore lookup failed (%s); reporting misses", e)
+                    answers[members[0]] = False
+                    break
+                for i, k in enumerate(members[: n + 1]):
+                    answers[k] = i < n
+                members = members[n + 1 :] if sliding else []
         return answers
 
     def _store(self, job, parents: Dict[bytes, bytes]) -> JobResult:
