@@ -2,7 +2,9 @@
 001067fffe33427bee0ed2f007fb7551a1d76b44): created by StorageBackendFactory's dynamic path as
 ``cls(storage_config, kwargs)``, given the host pool with ``register_mem_pool_host``, then the cache
 controller's zero-copy calls: ``batch_exists`` for the prefetch query, ``batch_get_v1`` /
-``batch_set_v1`` with host token indices, using only the leading successes of a get."""
+``batch_set_v1`` with host token indices, using only the leading successes of a get; for hybrid models the
+side pools' multi-pool calls (``register_mem_host_pool_v2``, ``batch_exists_v2``, ``batch_get_v2`` /
+``batch_set_v2`` with ``PoolTransfer``s)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,15 @@ import engines  # noqa: F401
 import numpy as np
 import pytest
 
-from sglang.srt.mem_cache.hicache_storage import HiCacheStorage, HiCacheStorageConfig, HiCacheStorageExtraInfo
+from sglang.srt.mem_cache.hicache_storage import (
+    HiCacheStorage,
+    HiCacheStorageConfig,
+    HiCacheStorageExtraInfo,
+    PoolHitPolicy,
+    PoolName,
+    PoolTransfer,
+    count_pool_hits,
+)
 
 import kvstore
 
@@ -47,6 +57,34 @@ class HostPool:
 
     def page(self, first_token):
         return self.kv_buffer[:, first_token : first_token + PAGE].copy()
+
+    # the flat-page calls every host pool offers (HostKVCache), which the v2 calls use
+    def get_data_page(self, index, flat=True):
+        return self.kv_buffer[:, index : index + PAGE].flatten()
+
+    def get_dummy_flat_data_page(self):
+        return np.zeros(self.kv_buffer[:, :PAGE].size, dtype=self.kv_buffer.dtype)
+
+    def set_from_flat_data_page(self, index, data_page):
+        self.kv_buffer[:, index : index + PAGE] = np.asarray(data_page).reshape(self.kv_buffer[:, :PAGE].shape)
+
+
+class SidePool:
+    """A hybrid model's side host pool (an indexer pool's pages, a Mamba pool's states): ``page_size`` token
+    indices per page, ``page_bytes`` of state each, through the flat-page calls."""
+
+    def __init__(self, page_size, page_bytes, slots=64, seed=0):
+        self.page_size = page_size
+        self.data = np.random.default_rng(seed).integers(0, 256, (slots, page_bytes), dtype=np.uint8)
+
+    def get_data_page(self, index, flat=True):
+        return self.data[index // self.page_size].copy()
+
+    def get_dummy_flat_data_page(self):
+        return np.zeros(self.data.shape[1], dtype=np.uint8)
+
+    def set_from_flat_data_page(self, index, data_page):
+        self.data[index // self.page_size] = np.asarray(data_page)
 
 
 def config(url, ns, **extra):
@@ -99,6 +137,64 @@ def test_pages_round_trip_byte_exact_through_the_zero_copy_calls(service, ns, po
     for i in range(24):
         assert np.array_equal(pool.page((32 + i) * PAGE), before[i])
     assert b._data_path().kind == "shm"
+
+
+def test_hybrid_side_pools_round_trip_and_shorten_the_hit_by_their_policies(service, ns, pool):
+    """A hybrid model's pages span side pools (v2 calls, registered with register_mem_host_pool_v2): an
+    indexer pool that must hold every page of the hit (ALL_PAGES) and a Mamba pool whose state is kept at some
+    pages only (TRAILING_PAGES: the hit must end on a page whose state is there). As HiCacheFile (the
+    reference backend) answers batch_exists_v2: the KV prefix, each side pool's own boundary, the minimum."""
+    b = create(config(service.url, ns), pool)
+    indexer, mamba = SidePool(PAGE, 512, seed=1), SidePool(1, 4096, seed=2)
+    b.register_mem_host_pool_v2(pool, PoolName.KV)
+    b.register_mem_host_pool_v2(indexer, PoolName.INDEXER)
+    b.register_mem_host_pool_v2(mamba, PoolName.MAMBA)
+    keys = page_keys(10, "hybrid")
+    kv_indices = token_indices(range(10))
+    assert b.batch_set_v1(keys, kv_indices) == [True] * 10
+    stored = b.batch_set_v2([
+        PoolTransfer(PoolName.INDEXER, host_indices=kv_indices, keys=keys),
+        PoolTransfer(PoolName.MAMBA, host_indices=np.array([3, 7]), keys=[keys[5], keys[9]],
+                     hit_policy=PoolHitPolicy.TRAILING_PAGES),
+    ])
+    assert stored == {PoolName.INDEXER: [True] * 10, PoolName.MAMBA: [True, True]}
+
+    def hit():
+        r = b.batch_exists_v2(keys + page_keys(2, "beyond"), [
+            PoolTransfer(PoolName.INDEXER, indices_from_pool=PoolName.KV),
+            PoolTransfer(PoolName.MAMBA, keys=[keys[9]], hit_policy=PoolHitPolicy.TRAILING_PAGES),
+        ])
+        return r.kv_hit_pages, r.extra_pool_hit_pages
+
+    assert hit() == (10, {PoolName.KV: 10, PoolName.INDEXER: 10, PoolName.MAMBA: 10})
+    c = kvstore.KvStoreClient(service.url)
+    mamba_ns = f"{ns}-mamba"
+    c.delete(mamba_ns, bytes.fromhex(keys[9]))  # the last state gone: the hit ends at the state of page 5
+    assert hit() == (6, {PoolName.KV: 10, PoolName.INDEXER: 10, PoolName.MAMBA: 6})
+    c.delete(f"{ns}-indexer", bytes.fromhex(keys[3]))
+    assert hit() == (3, {PoolName.KV: 10, PoolName.INDEXER: 3, PoolName.MAMBA: 6})
+
+    # loaded back into other slots: byte-exact where stored, False where not, the rest still loaded
+    want_indexer = [indexer.data[p].copy() for p in range(10)]
+    want_state = mamba.data[3].copy()
+    got = b.batch_get_v2([
+        PoolTransfer(PoolName.INDEXER, host_indices=token_indices(range(20, 30)), keys=keys),
+        PoolTransfer(PoolName.MAMBA, host_indices=np.array([11, 12]), keys=[keys[5], keys[9]]),
+    ])
+    assert got == {PoolName.INDEXER: [True] * 3 + [False] + [True] * 6, PoolName.MAMBA: [True, False]}
+    for p in range(10):
+        if p != 3:
+            assert np.array_equal(indexer.data[20 + p], want_indexer[p])
+    assert np.array_equal(mamba.data[11], want_state)
+    assert count_pool_hits(got) == {PoolName.INDEXER: 3, PoolName.MAMBA: 1}
+
+    # a pool never registered, or indices that do not cover the keys: failures, not exceptions
+    assert b.batch_set_v2([PoolTransfer(PoolName.SWA, host_indices=np.array([0]), keys=keys[:1])]) == {
+        PoolName.SWA: [False]}
+    assert b.batch_get_v2([PoolTransfer(PoolName.INDEXER, host_indices=np.array([0]), keys=keys[:2])]) == {
+        PoolName.INDEXER: [False, False]}
+    b.clear()
+    assert hit() == (0, {})
 
 
 def test_keys_are_the_kvstore_hashes_and_chain_from_the_prefix(service, ns, pool):
