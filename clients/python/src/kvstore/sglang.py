@@ -14,7 +14,8 @@ Targets ``python/sglang/srt/mem_cache/hicache_storage.py`` at sgl-project/sglang
   (any other key is hashed with SHA-256). A page's parent is the key before it in the batch, or the last
   of ``extra_info.prefix_keys`` for the first, so kvstore sees SGLang's chains.
 - One namespace per (model, TP rank unless MLA, PP rank, CP rank); ``"namespace"`` in the extra config
-  overrides it. Its block size is a host page's bytes (all of its buffers, e.g. K then V).
+  overrides it. Pages are not split by heads (``tp_lcm_size``): deployments of another TP size do not
+  share them (nor ever read another layout's bytes). Its block size is a host page's bytes (all of its buffers, e.g. K then V).
 - Zero copy: ``batch_set_v1`` / ``batch_get_v1`` copy between the host pool's page buffers
   (``get_page_buffer_meta``) and kvstore's mapped DRAM tier on the same host, HTTP otherwise.
 - Hybrid models (multi-pool ``*_v2`` calls): each side pool registered with ``register_mem_host_pool_v2``
@@ -84,6 +85,9 @@ class KvStoreHiCache(HiCacheStorage):
         )
         self._path = None
         self._page_bytes: Dict[str, int] = {}  # per namespace (the KV pool's, and each side pool's)
+        if c.should_split_heads:
+            log.info("kvstore: pages are stored whole per TP rank (tp_lcm_size head splitting is not done): "
+                     "ranks of another TP size do not share them")
 
     # ------------------------------------------------------------------ zero-copy batch interface
 
