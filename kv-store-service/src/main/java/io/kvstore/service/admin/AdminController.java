@@ -150,6 +150,9 @@ public class AdminController {
     @PutMapping(path = "/eviction-policy", consumes = MediaType.APPLICATION_JSON_VALUE)
     public Map<String, PolicyView> setEvictionPolicy(@RequestBody Map<String, PolicyView> request) {
         record Change(TierId tier, EvictionPolicyKind policy, double high, double low) {}
+        if (request.isEmpty()) { // would change nothing and answer 200, as an entry naming nothing would
+            throw new InvalidRequestException("body", "name at least one tier, e.g. {\"DRAM\": {\"policy\": \"lru\"}}");
+        }
         List<Change> changes = new ArrayList<>();
         for (var entry : request.entrySet()) {
             TierId tier = tier(entry.getKey(), entry.getKey());
