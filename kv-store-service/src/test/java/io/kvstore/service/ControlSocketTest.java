@@ -808,6 +808,89 @@ class ControlSocketTest {
         }
     }
 
+    /**
+     * A seeded stream of mutated frames (valid frames of every kind with bytes flipped, cut short or run on, and
+     * frames of random bytes), one connection each: every one is answered with a frame, an error frame never says
+     * 500, and afterwards the socket still serves a store and a lease. Seed: {@code kvstore.control-fuzz-seed}.
+     */
+    @Test
+    void aSeededStreamOfMutatedFramesIsAnsweredAndTheSocketGoesOn() throws Exception {
+        long seed = Long.getLong("kvstore.control-fuzz-seed", 20261128L);
+        var random = new java.util.Random(seed);
+        declare("a-fuzz", ALPHA_HEADER);
+        List<BlockHash> hashes = TestLayout.hashes(TestLayout.tokens(2, 61));
+        List<ByteBuffer> templates = List.of(
+                reserve("a-fuzz", hashes).finish(),
+                new Writer(ControlFrames.COMMIT)
+                        .str("a-fuzz")
+                        .str("r-1")
+                        .u32(1)
+                        .i64(12345)
+                        .finish(),
+                new Writer(ControlFrames.CANCEL).str("a-fuzz").str("r-1").finish(),
+                new Writer(ControlFrames.LEASE)
+                        .str("a-fuzz")
+                        .i64(5)
+                        .u32(2)
+                        .hash(hashes.get(0).hex())
+                        .hash(hashes.get(1).hex())
+                        .finish(),
+                new Writer(ControlFrames.RELEASE).str("l-1").finish(),
+                new Writer(ControlFrames.HELLO).str(ALPHA).str("fuzzer").finish());
+        java.util.Map<Integer, Integer> statuses = new java.util.TreeMap<>();
+        for (int i = 0; i < 300; i++) {
+            byte[] body = mutated(templates.get(random.nextInt(templates.size())), random);
+            ByteBuffer frame = ByteBuffer.allocate(4 + body.length).order(ByteOrder.LITTLE_ENDIAN);
+            frame.putInt(body.length).put(body).flip();
+            try (Connection c = hello(ALPHA)) {
+                Reader answer = c.send(frame);
+                byte kind = answer.kind();
+                assertThat(kind).isIn(ControlFrames.OK, ControlFrames.ERROR);
+                int status = kind == ControlFrames.ERROR ? answer.u16() : 200;
+                statuses.merge(status, 1, Integer::sum);
+                assertThat(status)
+                        .as(
+                                "seed %d, frame %d: kind %d, %d bytes",
+                                seed, i, body.length > 0 ? body[0] : -1, body.length)
+                        .isNotEqualTo(500)
+                        .isBetween(200, 599);
+            }
+        }
+        System.out.printf("control socket, 300 mutated frames (seed %d), answered by status: %s%n", seed, statuses);
+        BlockHash kept = TestLayout.hashes(TestLayout.tokens(1, 62)).getFirst();
+        storeOne("a-fuzz", kept);
+        try (Connection c = hello(ALPHA)) {
+            assertThat(leaseId(c.call(lease("a-fuzz", kept)))).isNotEmpty();
+        }
+    }
+
+    /** The body of {@code template} (its frame without the length), mutated one of four ways. */
+    private static byte[] mutated(ByteBuffer template, java.util.Random random) {
+        byte[] body = new byte[template.remaining() - 4];
+        template.duplicate().position(4).get(body);
+        return switch (random.nextInt(4)) {
+            case 0 -> { // bytes flipped, the kind kept
+                for (int n = 1 + random.nextInt(4); n > 0 && body.length > 1; n--) {
+                    body[1 + random.nextInt(body.length - 1)] ^= (byte) (1 + random.nextInt(255));
+                }
+                yield body;
+            }
+            case 1 -> java.util.Arrays.copyOf(body, 1 + random.nextInt(Math.max(1, body.length - 1))); // cut short
+            case 2 -> { // run on with junk
+                byte[] longer = java.util.Arrays.copyOf(body, body.length + 1 + random.nextInt(64));
+                for (int j = body.length; j < longer.length; j++) {
+                    longer[j] = (byte) random.nextInt(256);
+                }
+                yield longer;
+            }
+            default -> { // random bytes behind a random kind
+                byte[] junk = new byte[1 + random.nextInt(96)];
+                random.nextBytes(junk);
+                yield junk;
+            }
+        };
+    }
+
     @Test
     @ExtendWith(OutputCaptureExtension.class)
     void aClientSendingMalformedFramesAgainAndAgainGetsAtMostALogLineAMinute(CapturedOutput log) throws Exception {
