@@ -51,9 +51,26 @@ def launch_command(quick_start: bool = True) -> list:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list:
+    """``n`` distinct ports free now: bound all at once, so two calls in a row cannot hand out the same one."""
+    sockets = [socket.socket() for _ in range(n)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def port_taken(error: Exception) -> bool:
+    """Whether a service failed to start because a port it was given was taken meanwhile (another process
+    bound it between free_ports and the service's own bind): worth a try on other ports."""
+    text = str(error)
+    return "was already in use" in text or ("cannot open tcp://" in text and "Errno 48" in text)
 
 
 class Service:
@@ -67,6 +84,7 @@ class Service:
         self.local = local
         self.quick_start = quick_start
         self.proc = None
+        self.started_once = False
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = self.data_dir / "service.log"
 
@@ -90,6 +108,19 @@ class Service:
         return [a for a in defaults if a.split("=", 1)[0] not in names] + self.extra_args
 
     def start(self) -> "Service":
+        """Starts the process and waits until it answers. A first start whose HTTP port was taken meanwhile
+        tries again on another (a restart keeps its port: clients hold its URL)."""
+        for attempt in range(3):
+            try:
+                return self._start()
+            except RuntimeError as e:
+                if self.started_once or attempt == 2 or "was already in use" not in str(e):
+                    raise
+                self.port = free_port()
+                self.url = f"http://127.0.0.1:{self.port}"
+        raise AssertionError("unreachable")
+
+    def _start(self) -> "Service":
         cmd = launch_command(self.quick_start)
         if cmd is None:
             raise RuntimeError("no kvstore to start: set KVSTORE_TEST_CLASSPATH or build kv-store-service's jar")
@@ -104,6 +135,7 @@ class Service:
             try:
                 with urllib.request.urlopen(self.url + "/actuator/health", timeout=5) as r:
                     if r.status == 200:
+                        self.started_once = True
                         return self
             except (urllib.error.URLError, OSError):
                 pass

@@ -33,7 +33,7 @@ import pytest
 import zmq
 
 from blocks import SMALL, prompt
-from service import Service, free_port
+from service import Service, free_ports, port_taken
 from vllm_kv_event_schema import REQUIRED, STRUCTS, VLLM_COMMIT
 
 import kvstore
@@ -336,22 +336,26 @@ def _ext(h: bytes) -> int:
 
 @pytest.fixture
 def events_service(tmp_path, request):
-    pub, rep = free_port(), free_port()
-    svc = Service(
-        tmp_path / "kvstore",
-        extra_args=[
-            "--kvstore.events.enabled=true",
-            f"--kvstore.events.endpoint=tcp://*:{pub}",
-            f"--kvstore.events.replay-endpoint=tcp://*:{rep}",
-            f"--kvstore.events.encoding={request.param}",
-        ],
-    )
-    try:
-        svc.start()
-    except RuntimeError as e:
-        if "no kvstore to start" in str(e):
-            pytest.skip(str(e))
-        raise
+    # the ports are free when chosen; another process may bind one before kvstore does: then choose again
+    for attempt in range(3):
+        pub, rep = free_ports(2)
+        svc = Service(
+            tmp_path / f"kvstore-{attempt}",
+            extra_args=[
+                "--kvstore.events.enabled=true",
+                f"--kvstore.events.endpoint=tcp://*:{pub}",
+                f"--kvstore.events.replay-endpoint=tcp://*:{rep}",
+                f"--kvstore.events.encoding={request.param}",
+            ],
+        )
+        try:
+            svc.start()
+            break
+        except RuntimeError as e:
+            if "no kvstore to start" in str(e):
+                pytest.skip(str(e))
+            if attempt == 2 or not port_taken(e):
+                raise
     yield svc, f"tcp://127.0.0.1:{pub}", f"tcp://127.0.0.1:{rep}", request.param
     svc.stop()
 
