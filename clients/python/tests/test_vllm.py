@@ -447,3 +447,30 @@ def test_a_store_job_whose_keys_come_as_a_set_chains_them_in_the_requests_order(
     h1 = [bytes(k)[:-4] for k in keys[8:]]
     assert parents_in_kvstore(service.url, f"{ns}-g0", h0) == [None] + h0[:-1]
     assert parents_in_kvstore(service.url, f"{ns}-g1", h1) == [None] + h1[:-1]
+
+
+def test_the_documented_configuration_loads_the_tier_through_the_tiering_spec():
+    """vLLM's OffloadingSpecFactory (5ac26849, vllm/v1/kv_offload/factory.py) takes "spec_name" from
+    kv_connector_extra_config, "CPUOffloadingSpec" by default, and only "TieringOffloadingSpec" reads
+    "secondary_tiers": without it the tier is ignored without a word. SecondaryTierFactory then imports "type" from
+    "module_path" and passes every other field of the entry to the tier's constructor."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    import kvstore.vllm
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    accepted = set(inspect.signature(kvstore.vllm.KvStoreTier.__init__).parameters)
+    for where, text in (("kvstore.vllm", kvstore.vllm.__doc__), ("README.md", readme)):
+        m = re.search(r"--kv-transfer-config\s+'(\{.*?\})'", text, re.S)
+        assert m, where
+        config = json.loads(m.group(1))
+        assert config["kv_connector"] == "OffloadingConnector", where
+        extra = config["kv_connector_extra_config"]
+        assert extra.get("spec_name") == "TieringOffloadingSpec", f"{where}: vLLM would ignore secondary_tiers"
+        (tier,) = extra["secondary_tiers"]
+        cls = getattr(importlib.import_module(tier["module_path"]), tier["type"])
+        assert cls is kvstore.vllm.KvStoreTier, where
+        fields = set(tier) - {"type", "module_path"}
+        assert fields <= accepted, f"{where}: {fields - accepted} would be a TypeError in vLLM"
