@@ -15,7 +15,8 @@ Targets ``python/sglang/srt/mem_cache/hicache_storage.py`` at sgl-project/sglang
   of ``extra_info.prefix_keys`` for the first, so kvstore sees SGLang's chains.
 - One namespace per (model, TP rank unless MLA, PP rank, CP rank); ``"namespace"`` in the extra config
   overrides it. Pages are not split by heads (``tp_lcm_size``): deployments of another TP size do not
-  share them (nor ever read another layout's bytes). Its block size is a host page's bytes (all of its buffers, e.g. K then V).
+  share them (nor ever read another layout's bytes). Its block size is a host page's bytes (all of its
+  buffers, e.g. K then V).
 - Zero copy: ``batch_set_v1`` / ``batch_get_v1`` copy between the host pool's page buffers
   (``get_page_buffer_meta``) and kvstore's mapped DRAM tier on the same host, HTTP otherwise.
 - Hybrid models (multi-pool ``*_v2`` calls): each side pool registered with ``register_mem_host_pool_v2``
@@ -121,13 +122,14 @@ class KvStoreHiCache(HiCacheStorage):
         """The KV prefix in kvstore, shortened to what every side pool holds by its hit policy: all of the
         prefix's pages (ALL_PAGES), or the last ``len(transfer.keys)`` pages of some prefix (TRAILING_PAGES,
         e.g. Mamba states, kept only at some pages); the longest such prefix counts."""
-        kv = self.batch_exists(keys, extra_info)
+        hashes = [page_hash(k) for k in keys]
+        kv = self._prefix(self.namespace, hashes)
+        hashes = hashes[:kv]
         hits = {PoolName.KV: kv} if kv else {}
         final = kv
         for transfer in pool_transfers or []:
             if final == 0:
                 break
-            hashes = [page_hash(k) for k in keys[:kv]]
             namespace = self._pool_namespace(transfer.name)
             if transfer.hit_policy == PoolHitPolicy.TRAILING_PAGES:
                 boundary = self._trailing_prefix(namespace, hashes, max(1, len(transfer.keys or ())))

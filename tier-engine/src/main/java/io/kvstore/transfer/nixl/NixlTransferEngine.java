@@ -372,9 +372,7 @@ public final class NixlTransferEngine implements TransferEngine {
                     }
                 }
                 submitted.drainTo(active);
-                for (ListIterator<InFlight> it = active.listIterator(); it.hasNext(); ) {
-                    poll(it, it.next());
-                }
+                pollAll(active);
                 if (!active.isEmpty()) {
                     Thread.onSpinWait();
                 }
@@ -424,9 +422,7 @@ public final class NixlTransferEngine implements TransferEngine {
         int atClose = active.size();
         long start = System.nanoTime();
         while (!active.isEmpty() && System.nanoTime() - start < CLOSE_DRAIN_NANOS) {
-            for (ListIterator<InFlight> it = active.listIterator(); it.hasNext(); ) {
-                poll(it, it.next());
-            }
+            pollAll(active);
             Thread.onSpinWait();
         }
         if (active.isEmpty()) {
@@ -446,6 +442,13 @@ public final class NixlTransferEngine implements TransferEngine {
             work.transfer().abandon();
         } catch (NixlException e) {
             LOG.warn("releasing NIXL request {} failed: {}", work.description(), e.getMessage());
+        }
+    }
+
+    /** Polls every request in {@code active} once ({@link #poll}). */
+    private void pollAll(List<InFlight> active) {
+        for (ListIterator<InFlight> it = active.listIterator(); it.hasNext(); ) {
+            poll(it, it.next());
         }
     }
 
