@@ -1,1 +1,1 @@
-"""Stand-in package: see lmcache/v1/storage_backend/connector/."""
+"""Stand-in package: see lmcache/__init__.py."""

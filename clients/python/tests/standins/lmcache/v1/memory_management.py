@@ -1,5 +1,6 @@
-"""Stand-in for lmcache.v1.memory_management (written for kvstore's tests): MemoryFormat, and a memory
-object with the metadata (shape, dtype, fmt) and byte_array LMCache's connectors use."""
+"""Stand-in for lmcache.v1.memory_management (written for kvstore's tests, not LMCache's code): MemoryFormat,
+and a memory object with what LMCache's connectors and its InstrumentedRemoteConnector use: the metadata
+(shape, dtype, fmt), ``byte_array``, ``get_size()`` and reference counting."""
 
 from dataclasses import dataclass
 from enum import IntEnum
@@ -22,7 +23,11 @@ class MemoryObjMetadata:
     fmt: MemoryFormat
 
 
-class TensorMemoryObj:
+class MemoryObj:
+    """What LMCache's code tests returned objects against (``isinstance(result, MemoryObj)``)."""
+
+
+class TensorMemoryObj(MemoryObj):
     def __init__(self, shape, dtype, fmt):
         self.metadata = MemoryObjMetadata(tuple(shape), dtype, fmt)
         n = int(np.prod(shape)) * np.dtype(dtype.replace("torch.", "")).itemsize
@@ -31,6 +36,9 @@ class TensorMemoryObj:
     @property
     def byte_array(self):
         return memoryview(self._buf)
+
+    def get_size(self) -> int:
+        return self._buf.nbytes
 
     # reference counting as LMCache's MemoryObj has it: an object allocated from the local CPU backend starts
     # at 1 and goes back to the allocator's pool when it reaches 0
