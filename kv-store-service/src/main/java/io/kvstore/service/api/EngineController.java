@@ -13,7 +13,6 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
-import io.kvstore.service.quota.Admitted;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.transport.TransportService;
@@ -106,7 +105,6 @@ public class EngineController {
         return new EngineResponses.NamespaceDeleted(ns, blocks.deleteNamespace(ns));
     }
 
-    @Admitted
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE)
     public LookupResponse lookup(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {

@@ -16,7 +16,6 @@ import io.kvstore.service.local.LocalPathService;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
-import io.kvstore.service.quota.Admitted;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.transport.OneSidedController;
@@ -179,7 +178,6 @@ public class ClusterEngineController {
      * blocks are placed (the node their run's owner is, one copy): elsewhere 421 names the owning node(s),
      * where the engine reserves instead; the commit then goes to the node that granted the reservation.
      */
-    @Admitted
     @PostMapping(
             path = "/namespaces/{ns}/blocks:reserve",
             consumes = MediaType.APPLICATION_JSON_VALUE,
@@ -194,7 +192,6 @@ public class ClusterEngineController {
     }
 
     /** The same-host path's reserve (into this node's DRAM file): as {@link #reserve}. */
-    @Admitted
     @PostMapping(
             path = "/local/namespaces/{ns}/blocks:reserve",
             consumes = MediaType.APPLICATION_JSON_VALUE,
@@ -232,7 +229,6 @@ public class ClusterEngineController {
         }
     }
 
-    @Admitted
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE, headers = ENGINE_CALL)
     public ClusterLookupResponse lookup(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {

@@ -255,10 +255,6 @@ public record KvStoreProperties(
      *     reservations at once; more answers 429
      * @param tierFractionPerTenant the share of each tier's capacity one tenant's blocks may fill, unless
      *     {@code kvstore.tenants.<name>} says otherwise; 1 (the default) leaves tenants unlimited
-     * @param maxLeasedBlocksPerTenant blocks one tenant may hold leased at once; more answers 429
-     * @param maxConcurrentRequestsPerTenant engine API requests of one tenant that run at once, unless {@code
-     *     kvstore.tenants.<name>.concurrent-requests} says otherwise; more wait for one of them to end
-     * @param admissionWait how long a request past that waits before it is answered 429
      */
     public record Limits(
             @NotNull @DefaultValue("16MB") DataSize maxJsonBody,
@@ -270,9 +266,7 @@ public record KvStoreProperties(
             @NotNull @DefaultValue("10m") Duration maxReservationTimeout,
             @DefaultValue("0.5") double reservedFractionPerTenant,
             @DefaultValue("1.0") double tierFractionPerTenant,
-            @Min(1) @DefaultValue("1048576") long maxLeasedBlocksPerTenant,
-            @Min(1) @DefaultValue("16") int maxConcurrentRequestsPerTenant,
-            @NotNull @DefaultValue("10s") Duration admissionWait) {
+            @Min(1) @DefaultValue("1048576") long maxLeasedBlocksPerTenant) {
 
         @AssertTrue(message = "kvstore.limits.max-json-body must be positive")
         public boolean isMaxJsonBodyPositive() {
@@ -287,11 +281,6 @@ public record KvStoreProperties(
         @AssertTrue(message = "kvstore.limits.frame-timeout must be positive")
         public boolean isFrameTimeoutPositive() {
             return positive(frameTimeout);
-        }
-
-        @AssertTrue(message = "kvstore.limits.admission-wait must be positive")
-        public boolean isAdmissionWaitPositive() {
-            return positive(admissionWait);
         }
 
         @AssertTrue(message = "kvstore.limits.max-reservation-timeout must be positive")
@@ -319,14 +308,8 @@ public record KvStoreProperties(
      * @param dram bytes in the DRAM tier
      * @param nvme bytes in the NVMe tier
      * @param reserved bytes the tenant may hold in uncommitted reservations at once
-     * @param concurrentRequests engine API requests of the tenant that run at once (more wait)
      */
-    public record TenantQuota(
-            DataSize hbm,
-            DataSize dram,
-            DataSize nvme,
-            DataSize reserved,
-            @Min(1) Integer concurrentRequests) {
+    public record TenantQuota(DataSize hbm, DataSize dram, DataSize nvme, DataSize reserved) {
 
         @AssertTrue(message = "kvstore.tenants.<tenant>.hbm, dram, nvme and reserved must not be negative")
         public boolean isNotNegative() {

@@ -16,7 +16,6 @@ import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.quota.ReservationLedger;
-import io.kvstore.service.quota.TenantAdmission;
 import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.service.transport.BackendProbe;
 import io.kvstore.service.transport.DeviceStorage;
@@ -254,11 +253,6 @@ public class EngineConfiguration {
     @Bean
     ReservationLedger reservationLedger(KvStoreProperties properties) {
         return new ReservationLedger(properties, Clock.systemUTC());
-    }
-
-    @Bean
-    TenantAdmission tenantAdmission(KvStoreProperties properties) {
-        return new TenantAdmission(properties);
     }
 
     @Bean

@@ -12,7 +12,6 @@ import io.kvstore.service.error.UnauthorizedException;
 import io.kvstore.service.local.ControlFrames.MalformedFrameException;
 import io.kvstore.service.local.ControlFrames.Reader;
 import io.kvstore.service.local.ControlFrames.Writer;
-import io.kvstore.service.quota.TenantAdmission;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TokenStore;
 import jakarta.validation.ConstraintViolation;
@@ -72,8 +71,6 @@ final class ControlSession implements Runnable {
     private volatile @Nullable Caller caller;
     /** The connected clients, by the id each names in its HELLO. */
     private final WriterConnections writers;
-
-    private final TenantAdmission admission;
     /** The client id this connection's HELLO named (with its tenant), or null for a client that named none. */
     private @Nullable String clientId;
 
@@ -107,10 +104,8 @@ final class ControlSession implements Runnable {
             Validator validator,
             long maxFrame,
             IntervalLog malformedLines,
-            WriterConnections writers,
-            TenantAdmission admission) {
+            WriterConnections writers) {
         this.channel = channel;
-        this.admission = admission;
         this.writers = writers;
         this.service = service;
         this.tokens = tokens;
@@ -370,23 +365,15 @@ final class ControlSession implements Runnable {
             revocationsSeen = revocations;
         }
         return switch (kind) {
-            // the calls that take work or memory run once the tenant has a place (as over HTTP); giving back does not
-            // wait
-            case ControlFrames.RESERVE, ControlFrames.COMMIT, ControlFrames.LEASE -> {
-                try (var place = admission.enter(who.tenant())) {
-                    yield switch (kind) {
-                        case ControlFrames.RESERVE -> reserve(who, in);
-                        case ControlFrames.COMMIT -> commit(who, in);
-                        default -> lease(who, in);
-                    };
-                }
-            }
+            case ControlFrames.RESERVE -> reserve(who, in);
+            case ControlFrames.COMMIT -> commit(who, in);
             case ControlFrames.CANCEL -> {
                 String id = in.str();
                 in.end();
                 service.cancel(who, id);
                 yield new Writer(ControlFrames.OK).finish();
             }
+            case ControlFrames.LEASE -> lease(who, in);
             case ControlFrames.RELEASE -> {
                 String id = in.str();
                 in.end();

@@ -3,7 +3,6 @@ package io.kvstore.service.local;
 import io.kvstore.concurrent.IntervalLog;
 import io.kvstore.service.config.KvStoreProperties;
 import io.kvstore.service.error.ProblemAdvice;
-import io.kvstore.service.quota.TenantAdmission;
 import io.kvstore.service.security.TokenStore;
 import jakarta.validation.Validator;
 import java.io.IOException;
@@ -59,7 +58,6 @@ public class ControlSocketServer implements SmartLifecycle {
     private final TokenStore tokens;
     private final ProblemAdvice problems;
     private final Validator validator;
-    private final TenantAdmission admission;
     private final @Nullable String configured;
     private final long maxFrame;
     private final boolean cluster;
@@ -87,10 +85,8 @@ public class ControlSocketServer implements SmartLifecycle {
             ProblemAdvice problems,
             Validator validator,
             KvStoreProperties properties,
-            TenantAdmission admission,
             @Value("${kvstore.cluster.enabled:false}") boolean cluster) {
         this.local = local;
-        this.admission = admission;
         this.service = service;
         this.tokens = tokens;
         this.problems = problems;
@@ -200,7 +196,7 @@ public class ControlSocketServer implements SmartLifecycle {
                 continue;
             }
             ControlSession session = new ControlSession(
-                    channel, service, tokens, problems, validator, maxFrame, malformedFrames, writers, admission);
+                    channel, service, tokens, problems, validator, maxFrame, malformedFrames, writers);
             open.put(channel, session);
             deadlines.schedule(
                     () -> {

@@ -3,7 +3,6 @@ package io.kvstore.service.local;
 import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.ReserveRequest;
-import io.kvstore.service.quota.Admitted;
 import io.kvstore.service.security.Caller;
 import jakarta.validation.Valid;
 import java.io.IOException;
@@ -38,7 +37,6 @@ public class LocalPathController {
         return service.describe(caller);
     }
 
-    @Admitted
     @PostMapping(path = "/namespaces/{ns}/blocks:reserve", consumes = MediaType.APPLICATION_JSON_VALUE)
     public LocalPathService.ReserveResponse reserve(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
@@ -48,7 +46,6 @@ public class LocalPathController {
         return service.reserve(caller, ns, request);
     }
 
-    @Admitted
     @PostMapping(path = "/namespaces/{ns}/blocks:commit", consumes = MediaType.APPLICATION_JSON_VALUE)
     public CommitResponse commit(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
@@ -57,7 +54,6 @@ public class LocalPathController {
         return service.commit(caller, ns, request);
     }
 
-    @Admitted
     @PostMapping(path = "/namespaces/{ns}/blocks:lease", consumes = MediaType.APPLICATION_JSON_VALUE)
     public LocalPathService.LeaseResponse lease(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,

@@ -5,7 +5,6 @@ import io.kvstore.service.blocks.CommitRequest;
 import io.kvstore.service.blocks.CommitResponse;
 import io.kvstore.service.blocks.OneSidedService;
 import io.kvstore.service.blocks.ReserveRequest;
-import io.kvstore.service.quota.Admitted;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import jakarta.validation.Valid;
@@ -55,7 +54,6 @@ public class OneSidedController {
         return transport.view();
     }
 
-    @Admitted
     @PostMapping(path = "/namespaces/{ns}/blocks:reserve", consumes = MediaType.APPLICATION_JSON_VALUE)
     public ReserveResponse reserve(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
@@ -79,7 +77,6 @@ public class OneSidedController {
                 r.alreadyStored().stream().map(k -> k.hash().hex()).toList());
     }
 
-    @Admitted
     @PostMapping(path = "/namespaces/{ns}/blocks:commit", consumes = MediaType.APPLICATION_JSON_VALUE)
     public CommitResponse commit(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller,
