@@ -289,3 +289,22 @@ def test_a_bfloat16_or_float8_cpu_tensor_stores_and_fetches_its_own_bytes(client
     out = torch.Tensor(np.zeros(SMALL.block_bytes // np.dtype(width).itemsize, width), dtype)
     client.fetch(ns, hashes[:1], out=[out])  # into the engine's own bf16 buffer
     assert out._storage.view(np.uint8).tobytes() == data[0].tobytes()
+
+
+def test_a_tenant_past_its_leased_block_limit_gets_too_many_requests_naming_the_limit(tmp_path):
+    from service import Service
+
+    svc = Service(tmp_path / "kv", local=False, extra_args=["--kvstore.limits.max-leased-blocks-per-tenant=2"]).start()
+    try:
+        c = kvstore.KvStoreClient(svc.url)
+        c.declare_namespace("py-leases", SMALL, hash_seed="0")
+        hashes = chain(3, "leases")
+        c.store("py-leases", [Block(h, np.full(SMALL.block_bytes, i, np.uint8)) for i, h in enumerate(hashes)])
+        with pytest.raises(kvstore.TooManyRequests) as e:
+            c.lookup("py-leases", block_hashes=hashes, lease=True)
+        assert e.value.status == 429
+        assert "max-leased-blocks-per-tenant" in e.value.detail
+        held = c.lookup("py-leases", block_hashes=hashes[:2], lease=True)  # within the limit: leased
+        assert held.matched_blocks == 2
+    finally:
+        svc.stop()

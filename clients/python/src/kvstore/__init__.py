@@ -15,10 +15,13 @@ from .errors import (
     InsufficientStorage,
     KvStoreError,
     KvStoreUnavailable,
+    MisdirectedRequest,
     NotFound,
     PayloadTooLarge,
     ProblemError,
+    RequestTimeout,
     ServiceUnavailable,
+    TooManyRequests,
     Unauthorized,
 )
 
@@ -38,9 +41,12 @@ __all__ = [
     "InsufficientStorage",
     "KvStoreError",
     "KvStoreUnavailable",
+    "MisdirectedRequest",
     "NotFound",
     "PayloadTooLarge",
     "ProblemError",
+    "RequestTimeout",
     "ServiceUnavailable",
+    "TooManyRequests",
     "Unauthorized",
 ]

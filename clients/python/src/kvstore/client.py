@@ -315,7 +315,7 @@ class KvStoreClient:
     def namespace(self, name: str) -> dict:
         return self.request_json("GET", f"/v1/namespaces/{_q(name)}")
 
-    def namespaces(self) -> dict:
+    def namespaces(self) -> List[dict]:
         return self.request_json("GET", "/v1/namespaces")["namespaces"]
 
     def delete_namespace(self, name: str) -> int:
@@ -335,8 +335,9 @@ class KvStoreClient:
         all_hashes: bool = False,
     ) -> LookupResult:
         """The longest stored prefix of a prompt, by its token ids (kvstore hashes them by the namespace's
-        scheme, with ``extra_keys`` ``{"lora", "cacheSalt", "more"}``) or by the block hashes the engine
-        computed. ``lease`` holds the matched blocks in place; ``all_hashes`` asks for every full block's hash.
+        scheme, with ``extra_keys`` ``{"lora", "cacheSalt", "more", "multimodal", "promptEmbeds"}``: README,
+        "Hash schemes") or by the block hashes the engine computed. ``lease`` holds the matched blocks in place;
+        ``all_hashes`` asks for every full block's hash.
         """
         body: dict = {"namespace": namespace}
         if token_ids is not None:

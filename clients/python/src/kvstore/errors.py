@@ -12,8 +12,11 @@ __all__ = [
     "Unauthorized",
     "Forbidden",
     "NotFound",
+    "RequestTimeout",
     "Conflict",
     "PayloadTooLarge",
+    "MisdirectedRequest",
+    "TooManyRequests",
     "InsufficientStorage",
     "ServiceUnavailable",
     "ChecksumMismatch",
@@ -67,16 +70,32 @@ class NotFound(ProblemError):
     """404: no such namespace, block, lease or reservation."""
 
 
+class RequestTimeout(ProblemError):
+    """408: a store's body stalled or arrived too slowly (``kvstore.limits.frame-timeout``, ``upload-deadline``);
+    frames before it stay stored, the rest of the request was not."""
+
+
 class Conflict(ProblemError):
     """409: a different declaration exists, the blocks are pinned or leased, or the namespace is being deleted."""
 
 
 class PayloadTooLarge(ProblemError):
-    """413: the body is larger than ``kvstore.max-request-size``."""
+    """413: the body is larger than ``kvstore.max-request-size`` (a store), ``kvstore.limits.max-json-body``
+    (a JSON call) or carries more frames than ``kvstore.limits.max-frames-per-upload``."""
+
+
+class MisdirectedRequest(ProblemError):
+    """421: in a cluster, a reserve went to a node that does not own the blocks; ``detail`` names the owner(s)."""
+
+
+class TooManyRequests(ProblemError):
+    """429: a per-tenant limit was reached (uncommitted reservations, leased blocks); ``detail`` names it. Retry
+    once the tenant holds less (commit, cancel or release)."""
 
 
 class InsufficientStorage(ProblemError):
-    """507: no room can be made (everything left is pinned or leased)."""
+    """507: no room can be made (everything left is pinned or leased), or the tenant's quota of a tier is
+    reached (``kvstore.tenants.<tenant>.<tier>``, ``kvstore.limits.tier-fraction-per-tenant``)."""
 
 
 class ServiceUnavailable(ProblemError):
@@ -88,8 +107,11 @@ _BY_STATUS = {
     401: Unauthorized,
     403: Forbidden,
     404: NotFound,
+    408: RequestTimeout,
     409: Conflict,
     413: PayloadTooLarge,
+    421: MisdirectedRequest,
+    429: TooManyRequests,
     503: ServiceUnavailable,
     507: InsufficientStorage,
 }
