@@ -62,6 +62,12 @@ final class RawHttp implements AutoCloseable {
 
     /** Sends a request whose body is {@code parts} back to back (none for no body) and reads the response head. */
     Response send(String method, String path, String contentType, List<byte[]> parts) throws IOException {
+        return send(method, path, contentType, "", parts);
+    }
+
+    /** {@link #send(String, String, String, List)} with more header lines ({@code "Name: value\r\n"} each). */
+    Response send(String method, String path, String contentType, String headers, List<byte[]> parts)
+            throws IOException {
         long length = 0;
         for (byte[] p : parts) {
             length += p.length;
@@ -77,7 +83,7 @@ final class RawHttp implements AutoCloseable {
         if (contentType != null) {
             head.append("Content-Type: ").append(contentType).append("\r\n");
         }
-        out.write(head.append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
+        out.write(head.append(headers).append("\r\n").toString().getBytes(StandardCharsets.US_ASCII));
         for (byte[] p : parts) {
             out.write(p);
         }
