@@ -2,7 +2,8 @@
 # Tenant fairness: one tenant floods kvstore with lookups of a long prompt from many connections while another
 # tenant asks a small lookup every 5 ms; the small lookups' latency alone (the reference, same run) and under
 # the flood. Flood and victim are separate processes; the service runs with configs/jvm.options, as
-# ./kvstore run starts it. Figures and what they mean: docs/benchmarks.md, "Tenant fairness".
+# ./kvstore run starts it; KVSTORE_FAIR_LOOKUPS=false runs it without lookup turns (kvstore.limits.fair-lookups).
+# Figures and what they mean: docs/benchmarks.md, "Tenant fairness".
 # Usage: bench/fairness.sh [flood-clients] [flood-tokens] [seconds]   (builds the jars if absent)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,7 +40,7 @@ rm -rf "$WORK/data"
   --kvstore.data-dir="$WORK/data" --kvstore.tiers.nvme.enabled=false \
   --kvstore.tokens[0].tenant=a --kvstore.tokens[0].token=$A --kvstore.tokens[0].write=a \
   --kvstore.tokens[1].tenant=b --kvstore.tokens[1].token=$B --kvstore.tokens[1].write=b \
-  --logging.level.root=WARN >"$WORK/service.log" 2>&1 &
+  --kvstore.limits.fair-lookups=${KVSTORE_FAIR_LOOKUPS:-true} --logging.level.root=WARN >"$WORK/service.log" 2>&1 &
 SVC=$!
 for _ in $(seq 1 120); do curl -sf "$URL/actuator/health" >/dev/null && break; sleep 0.5; done
 for t in a b; do

@@ -307,6 +307,52 @@ class TenantApiTest {
                 .isEqualTo(409);
     }
 
+    @Test
+    void aLookupDoesItsWorkInATurnAndATenantWaitingForOneIsServedWhenATurnFrees() throws Exception {
+        var fair = context.getBean(io.kvstore.service.quota.FairLookups.class);
+        org.junit.jupiter.api.Assumptions.assumeTrue(fair.turns() > 0, "one carrier thread: no turns to take");
+        var ns = "a-turns";
+        var declared = new Http(port).json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"), ALPHA);
+        assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
+        // every turn taken, as by lookups of another tenant at work
+        var release = new java.util.concurrent.CountDownLatch(1);
+        var holding = new java.util.concurrent.CountDownLatch(fair.turns());
+        List<Thread> holders = new java.util.ArrayList<>();
+        for (int i = 0; i < fair.turns(); i++) {
+            holders.add(Thread.ofPlatform()
+                    .start(() -> fair.run("beta", () -> {
+                        holding.countDown();
+                        try {
+                            release.await();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                        return null;
+                    })));
+        }
+        assertThat(holding.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+        var lookup = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return new Http(port)
+                        .json(
+                                "POST",
+                                "/v1/lookup",
+                                "{\"namespace\":\"" + ns + "\",\"tokenIds\":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}",
+                                ALPHA)
+                        .statusCode();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Thread.sleep(500);
+        assertThat(lookup).as("the lookup waits for a turn").isNotDone();
+        release.countDown();
+        assertThat(lookup.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(200);
+        for (Thread t : holders) {
+            t.join(10_000);
+        }
+    }
+
     static String field(String json, String name) {
         Matcher m = Pattern.compile("\"" + name + "\":\"([^\"]+)\"").matcher(json);
         assertThat(m.find()).as(name + " in " + json).isTrue();

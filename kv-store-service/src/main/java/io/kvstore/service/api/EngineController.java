@@ -13,6 +13,7 @@ import io.kvstore.service.error.InvalidRequestException;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.quota.FairLookups;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.transport.TransportService;
@@ -51,6 +52,7 @@ public class EngineController {
     private final TierEngine engine;
     private final TenantGuard guard;
     private final OneSidedService oneSided;
+    private final FairLookups fair;
 
     public EngineController(
             BlockService blocks,
@@ -58,8 +60,10 @@ public class EngineController {
             TransportService transport,
             TierEngine engine,
             TenantGuard guard,
-            OneSidedService oneSided) {
+            OneSidedService oneSided,
+            FairLookups fair) {
         this.oneSided = oneSided;
+        this.fair = fair;
         this.blocks = blocks;
         this.namespaces = namespaces;
         this.transport = transport;
@@ -108,6 +112,11 @@ public class EngineController {
     @PostMapping(path = "/lookup", consumes = MediaType.APPLICATION_JSON_VALUE)
     public LookupResponse lookup(
             @RequestAttribute(Caller.ATTRIBUTE) Caller caller, @RequestBody LookupRequest request) {
+        // its body parsed, the lookup does its work in its tenant's turn (FairLookups)
+        return fair.run(caller.tenant(), () -> answer(caller, request));
+    }
+
+    private LookupResponse answer(Caller caller, LookupRequest request) {
         request.requireKnownFields();
         if (request.namespace() == null) {
             throw new InvalidRequestException("namespace", "namespace is required");

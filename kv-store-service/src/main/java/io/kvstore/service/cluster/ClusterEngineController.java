@@ -16,6 +16,7 @@ import io.kvstore.service.local.LocalPathService;
 import io.kvstore.service.namespace.NamespaceDeclaration;
 import io.kvstore.service.namespace.NamespaceRegistry;
 import io.kvstore.service.namespace.NamespaceSpec;
+import io.kvstore.service.quota.FairLookups;
 import io.kvstore.service.security.Caller;
 import io.kvstore.service.security.TenantGuard;
 import io.kvstore.service.transport.OneSidedController;
@@ -60,6 +61,7 @@ public class ClusterEngineController {
     private static final String ENGINE_CALL = "!" + Peer.FORWARDED;
 
     private final TenantGuard guard;
+    private final FairLookups fair;
 
     private final ClusterRouter router;
     private final ClusterSettings settings;
@@ -83,8 +85,10 @@ public class ClusterEngineController {
             Membership membership,
             BlockService blocks,
             NamespaceRegistry namespaces,
-            TenantGuard guard) {
+            TenantGuard guard,
+            FairLookups fair) {
         this.guard = guard;
+        this.fair = fair;
         this.oneSided = oneSided;
         this.json = json;
         this.maxBlocks = properties.limits().maxBlocksPerRequest();
@@ -242,7 +246,9 @@ public class ClusterEngineController {
         if (request.tokenIds() != null && request.blockHashes() != null) {
             throw new InvalidRequestException("tokenIds", "give either tokenIds or blockHashes, not both");
         } else if (request.tokenIds() != null) {
-            hashes = blocks.hashTokens(spec, request.tokenIds(), extraKeys(request.extraKeys()));
+            // hashing is the lookup's CPU work; the peers' answers are waited for outside the tenant's turn
+            hashes = fair.run(
+                    caller.tenant(), () -> blocks.hashTokens(spec, request.tokenIds(), extraKeys(request.extraKeys())));
         } else if (request.blockHashes() != null) {
             if (request.extraKeys() != null) {
                 throw new InvalidRequestException(

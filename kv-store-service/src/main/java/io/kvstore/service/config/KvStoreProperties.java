@@ -255,6 +255,9 @@ public record KvStoreProperties(
      *     reservations at once; more answers 429
      * @param tierFractionPerTenant the share of each tier's capacity one tenant's blocks may fill, unless
      *     {@code kvstore.tenants.<name>} says otherwise; 1 (the default) leaves tenants unlimited
+     * @param maxLeasedBlocksPerTenant blocks one tenant may hold leased at once; more answers 429
+     * @param fairLookups whether lookups take turns round-robin by tenant (one turn fewer than virtual-thread
+     *     carriers), so one tenant's flood of lookups does not put the other tenants' behind it
      */
     public record Limits(
             @NotNull @DefaultValue("16MB") DataSize maxJsonBody,
@@ -266,7 +269,8 @@ public record KvStoreProperties(
             @NotNull @DefaultValue("10m") Duration maxReservationTimeout,
             @DefaultValue("0.5") double reservedFractionPerTenant,
             @DefaultValue("1.0") double tierFractionPerTenant,
-            @Min(1) @DefaultValue("1048576") long maxLeasedBlocksPerTenant) {
+            @Min(1) @DefaultValue("1048576") long maxLeasedBlocksPerTenant,
+            @DefaultValue("true") boolean fairLookups) {
 
         @AssertTrue(message = "kvstore.limits.max-json-body must be positive")
         public boolean isMaxJsonBodyPositive() {

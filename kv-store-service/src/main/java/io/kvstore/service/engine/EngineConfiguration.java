@@ -15,6 +15,7 @@ import io.kvstore.service.local.LocalDataPath;
 import io.kvstore.service.metrics.EngineMetrics;
 import io.kvstore.service.metrics.TierGauges;
 import io.kvstore.service.namespace.NamespaceRegistry;
+import io.kvstore.service.quota.FairLookups;
 import io.kvstore.service.quota.ReservationLedger;
 import io.kvstore.service.quota.TenantUsage;
 import io.kvstore.service.transport.BackendProbe;
@@ -253,6 +254,19 @@ public class EngineConfiguration {
     @Bean
     ReservationLedger reservationLedger(KvStoreProperties properties) {
         return new ReservationLedger(properties, Clock.systemUTC());
+    }
+
+    @Bean
+    FairLookups fairLookups(KvStoreProperties properties) {
+        FairLookups fair = properties.limits().fairLookups() ? FairLookups.forCarriers() : new FairLookups(0);
+        LoggerFactory.getLogger(EngineConfiguration.class)
+                .info(
+                        fair.turns() > 0
+                                ? "lookups take turns by tenant, {} at a time (kvstore.limits.fair-lookups)"
+                                : "lookups do not take turns by tenant ({} turns: kvstore.limits.fair-lookups"
+                                        + " off, or one carrier thread)",
+                        fair.turns());
+        return fair;
     }
 
     @Bean
