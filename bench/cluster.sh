@@ -12,12 +12,8 @@ FETCH_SECS=${2:-5}
 CLIENTS=${3:-6}
 BLOCKS=${4:-96}           # 2 MiB each, stored once across the cluster
 WARMUP=${5:-60}           # seconds of lookups (64 clients) before each kind of lookup is measured
-JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
-JAR=bench/target/benchmarks.jar
-SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar 2>/dev/null | grep -v original | head -1 || true)
 command -v etcd >/dev/null || { echo "etcd not found (./kvstore deps installs etcd-server)" >&2; exit 1; }
-[[ -f $JAR ]] || ./mvnw -q -B -ntp -pl bench -am package -DskipTests
-[[ -n $SERVICE ]] || { ./mvnw -q -B -ntp -pl kv-store-service -am package -DskipTests; SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar | grep -v original | head -1); }
+source bench/jars.sh
 
 WORK=$(mktemp -d)
 # etcd fsyncs every write; on a disk shared with other I/O that can take seconds, so its data lives in memory

@@ -9,11 +9,7 @@ if [[ -n "${KVSTORE_JVM_OPTIONS:-}" && "$KVSTORE_JVM_OPTIONS" != /* ]]; then
   KVSTORE_JVM_OPTIONS="$PWD/$KVSTORE_JVM_OPTIONS"
 fi
 cd "$(dirname "$0")/.."
-JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
-JAR=bench/target/benchmarks.jar
-SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar 2>/dev/null | grep -v original | head -1 || true)
-[[ -f $JAR ]] || ./mvnw -q -B -ntp -pl bench -am package -DskipTests
-[[ -n $SERVICE ]] || { ./mvnw -q -B -ntp -pl kv-store-service -am package -DskipTests; SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar | grep -v original | head -1); }
+source bench/jars.sh
 
 WORK=$(mktemp -d)
 PORT=$((20000 + RANDOM % 20000))

@@ -10,11 +10,7 @@ cd "$(dirname "$0")/.."
 CLIENTS=${1:-512}
 TOKENS=${2:-4096}
 SECS=${3:-15}
-JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
-JAR=bench/target/benchmarks.jar
-SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar 2>/dev/null | grep -v original | head -1 || true)
-[[ -f $JAR ]] || ./mvnw -q -B -ntp -pl bench -am package -DskipTests
-[[ -n $SERVICE ]] || { ./mvnw -q -B -ntp -pl kv-store-service -am package -DskipTests; SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar | grep -v original | head -1); }
+source bench/jars.sh
 
 WORK=$(mktemp -d)
 PORT=$((20000 + RANDOM % 20000))

@@ -9,12 +9,8 @@ cd "$(dirname "$0")/.."
 BLOCKS=${1:-512}          # 2 MiB each: 1 GiB working set, far beyond the CPU caches
 BATCH=${2:-8}
 LOOKUP_SECS=${3:-10}
-JAVA=${JAVA_HOME:+$JAVA_HOME/bin/}java
-JAR=bench/target/benchmarks.jar
-SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar 2>/dev/null | grep -v original | head -1 || true)
 command -v redis-server >/dev/null || { echo "redis-server not found (apt-get install redis-server)" >&2; exit 1; }
-[[ -f $JAR ]] || ./mvnw -q -B -ntp -pl bench -am package -DskipTests
-[[ -n $SERVICE ]] || { ./mvnw -q -B -ntp -pl kv-store-service -am package -DskipTests; SERVICE=$(ls kv-store-service/target/kv-store-service-*.jar | grep -v original | head -1); }
+source bench/jars.sh
 
 WORK=$(mktemp -d)
 PORT=$((20000 + RANDOM % 20000))
