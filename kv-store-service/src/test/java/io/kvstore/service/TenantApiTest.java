@@ -3,15 +3,21 @@ package io.kvstore.service;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.kvstore.block.BlockHash;
+import io.kvstore.service.quota.FairLookups;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -309,15 +315,15 @@ class TenantApiTest {
 
     @Test
     void aLookupDoesItsWorkInATurnAndATenantWaitingForOneIsServedWhenATurnFrees() throws Exception {
-        var fair = context.getBean(io.kvstore.service.quota.FairLookups.class);
-        org.junit.jupiter.api.Assumptions.assumeTrue(fair.turns() > 0, "one carrier thread: no turns to take");
+        var fair = context.getBean(FairLookups.class);
+        Assumptions.assumeTrue(fair.turns() > 0, "one carrier thread: no turns to take");
         var ns = "a-turns";
         var declared = new Http(port).json("PUT", "/v1/namespaces/" + ns, TestLayout.declaration("m"), ALPHA);
         assertThat(declared.statusCode()).as(declared.body()).isIn(200, 201);
         // every turn taken, as by lookups of another tenant at work
-        var release = new java.util.concurrent.CountDownLatch(1);
-        var holding = new java.util.concurrent.CountDownLatch(fair.turns());
-        List<Thread> holders = new java.util.ArrayList<>();
+        var release = new CountDownLatch(1);
+        var holding = new CountDownLatch(fair.turns());
+        List<Thread> holders = new ArrayList<>();
         for (int i = 0; i < fair.turns(); i++) {
             holders.add(Thread.ofPlatform()
                     .start(() -> fair.run("beta", () -> {
@@ -330,8 +336,8 @@ class TenantApiTest {
                         return null;
                     })));
         }
-        assertThat(holding.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
-        var lookup = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+        assertThat(holding.await(10, TimeUnit.SECONDS)).isTrue();
+        var lookup = CompletableFuture.supplyAsync(() -> {
             try {
                 return new Http(port)
                         .json(
@@ -347,7 +353,7 @@ class TenantApiTest {
         Thread.sleep(500);
         assertThat(lookup).as("the lookup waits for a turn").isNotDone();
         release.countDown();
-        assertThat(lookup.get(10, java.util.concurrent.TimeUnit.SECONDS)).isEqualTo(200);
+        assertThat(lookup.get(10, TimeUnit.SECONDS)).isEqualTo(200);
         for (Thread t : holders) {
             t.join(10_000);
         }
